@@ -1,0 +1,101 @@
+// One Kysely instance over PostgreSQL (pg) when a URL is given, otherwise over embedded PGlite
+// (file-backed in a directory, or in memory for tests).
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import type { Database } from './tables.js';
+
+// int8 (count(*), bigserial) arrives as a string from pg and a number from PGlite: make it a number on both.
+pg.types.setTypeParser(20, (value: string) => Number(value));
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  db: Db;
+  engine: 'postgres' | 'pglite';
+  /** Where the data lives, without credentials, for logs and CLI output. */
+  location: string;
+  ping(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres:// URL. When absent, the embedded database is used. */
+  databaseUrl?: string | undefined;
+  /** Directory of the embedded database; absent = in memory. */
+  dataDir?: string | undefined;
+  /** A PGlite data-directory dump to start from (tests start from a migrated snapshot). */
+  loadDataDir?: Blob | undefined;
+  poolSize?: number;
+  /** PostgreSQL only: run every connection with this search_path (one schema per test file). */
+  searchPath?: string | undefined;
+}
+
+export function describeDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `postgres://${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  } catch {
+    return 'postgres://<unparseable URL>';
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export async function createDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  let closed = false;
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 5000,
+      idleTimeoutMillis: 30000,
+      ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
+    });
+    // An idle client losing its server must not crash the process; the next query reports it.
+    pool.on('error', () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      db,
+      engine: 'postgres',
+      location: describeDatabaseUrl(options.databaseUrl),
+      async ping(timeoutMs = 2000) {
+        if (closed) throw new Error('database is closed');
+        await withTimeout(sql`select 1`.execute(db), timeoutMs, 'PostgreSQL');
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        await db.destroy();
+      },
+    };
+  }
+
+  const pglite = options.dataDir
+    ? new PGlite(options.dataDir)
+    : new PGlite(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+  await pglite.waitReady;
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    db,
+    engine: 'pglite',
+    location: options.dataDir ? `embedded PGlite in ${options.dataDir}` : 'embedded PGlite in memory',
+    async ping(timeoutMs = 2000) {
+      if (closed || pglite.closed) throw new Error('database is closed');
+      await withTimeout(sql`select 1`.execute(db), timeoutMs, 'PGlite');
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy(); // the dialect closes PGlite, which flushes the data directory
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}

@@ -1,0 +1,14 @@
+// The one migration set for PGlite and PostgreSQL. Listed explicitly (no directory scan), so the same
+// code runs from TypeScript sources and from dist/. Names sort in the order they apply.
+import type { Migration, MigrationProvider } from 'kysely';
+import * as m0001 from './0001-initial.js';
+
+export const migrations: Record<string, Migration> = {
+  '0001-initial': m0001,
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};

@@ -1,0 +1,116 @@
+// /api/admin/*: registered only when ADMIN_API_TOKEN is set. Routes parse, call a service, and reply.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  ApplicationCreateSchema,
+  ApplicationListSchema,
+  ApplicationSchema,
+  ApplicationUpdateSchema,
+  ClientIdParamsSchema,
+  UserCreateSchema,
+  UserIdParamsSchema,
+  UserListSchema,
+  UserSchema,
+  UserUpdateSchema,
+} from '../../schemas/admin.js';
+import Type from 'typebox';
+import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
+import { createAdminAuthHook } from './auth.js';
+
+export interface AdminPluginOptions {
+  adminApiToken: string;
+}
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
+
+const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, options) => {
+  app.addHook('onRequest', createAdminAuthHook(options.adminApiToken));
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
+  const context = (request: { ip: string }) => ({ actor: 'admin-api', ip: request.ip });
+  const { applications, users } = app.services;
+
+  // Applications
+  app.get(
+    '/applications',
+    { schema: { querystring: ListQuerySchema, response: { 200: ApplicationListSchema, ...errors } } },
+    async (request) => applications.list(request.query),
+  );
+  app.post(
+    '/applications',
+    { schema: { body: ApplicationCreateSchema, response: { 201: ApplicationSchema, ...errors } } },
+    async (request, reply) => {
+      const created = await applications.create(request.body, context(request));
+      reply.code(201).header('location', `${request.url.replace(/\/$/, '')}/${encodeURIComponent(created.clientId)}`);
+      return created;
+    },
+  );
+  app.get(
+    '/applications/:clientId',
+    { schema: { params: ClientIdParamsSchema, response: { 200: ApplicationSchema, ...errors } } },
+    async (request) => applications.get(request.params.clientId),
+  );
+  app.patch(
+    '/applications/:clientId',
+    { schema: { params: ClientIdParamsSchema, body: ApplicationUpdateSchema, response: { 200: ApplicationSchema, ...errors } } },
+    async (request) => applications.update(request.params.clientId, request.body, context(request)),
+  );
+  for (const [action, enabled] of [['enable', true], ['disable', false]] as const) {
+    app.post(
+      `/applications/:clientId/${action}`,
+      { schema: { params: ClientIdParamsSchema, response: { 200: ApplicationSchema, ...errors } } },
+      async (request) => applications.setEnabled(request.params.clientId, enabled, context(request)),
+    );
+  }
+  app.delete(
+    '/applications/:clientId',
+    { schema: { params: ClientIdParamsSchema, response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      await applications.remove(request.params.clientId, context(request));
+      return reply.code(204).send(null);
+    },
+  );
+
+  // Users (":id" is the user id, or the e-mail address)
+  app.get(
+    '/users',
+    { schema: { querystring: ListQuerySchema, response: { 200: UserListSchema, ...errors } } },
+    async (request) => users.list(request.query),
+  );
+  app.post(
+    '/users',
+    { schema: { body: UserCreateSchema, response: { 201: UserSchema, ...errors } } },
+    async (request, reply) => {
+      const created = await users.create(request.body, context(request));
+      reply.code(201).header('location', `${request.url.replace(/\/$/, '')}/${created.id}`);
+      return created;
+    },
+  );
+  app.get(
+    '/users/:id',
+    { schema: { params: UserIdParamsSchema, response: { 200: UserSchema, ...errors } } },
+    async (request) => users.get(request.params.id),
+  );
+  app.patch(
+    '/users/:id',
+    { schema: { params: UserIdParamsSchema, body: UserUpdateSchema, response: { 200: UserSchema, ...errors } } },
+    async (request) => users.update(request.params.id, request.body, context(request)),
+  );
+  for (const [action, disabled] of [['enable', false], ['disable', true]] as const) {
+    app.post(
+      `/users/:id/${action}`,
+      { schema: { params: UserIdParamsSchema, response: { 200: UserSchema, ...errors } } },
+      async (request) => users.setDisabled(request.params.id, disabled, context(request)),
+    );
+  }
+  app.delete(
+    '/users/:id',
+    { schema: { params: UserIdParamsSchema, response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      await users.remove(request.params.id, context(request));
+      return reply.code(204).send(null);
+    },
+  );
+};
+
+export default adminPlugin;

@@ -1,0 +1,43 @@
+// Liveness (the process answers) and readiness (the database answers).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+
+const healthPlugin: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/healthz',
+    { schema: { response: { 200: Type.Object({ status: Type.Literal('ok') }) } }, logLevel: 'warn' },
+    async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { status: 'ok' as const };
+    },
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        response: {
+          200: Type.Object({ status: Type.Literal('ready'), database: Type.String() }),
+          503: Type.Object({ status: Type.Literal('unavailable'), error: Type.String(), message: Type.String() }),
+        },
+      },
+      logLevel: 'warn',
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      try {
+        await app.database.ping(2000);
+        return { status: 'ready' as const, database: app.database.engine };
+      } catch (error) {
+        request.log.warn({ err: error }, 'readiness check failed: database unavailable');
+        return reply.code(503).send({
+          status: 'unavailable' as const,
+          error: 'DATABASE_UNAVAILABLE',
+          message: 'The database does not answer',
+        });
+      }
+    },
+  );
+};
+
+export default healthPlugin;

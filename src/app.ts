@@ -1,0 +1,91 @@
+// buildApp(config): the whole HTTP application, without listening. Registration order is explicit
+// (no autoload): it is a security property.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import formbody from '@fastify/formbody';
+import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { DestinationStream } from 'pino';
+import type { Config } from './config.js';
+import type { DatabaseHandle } from '../db/create-db.js';
+import type { StaticApplications } from './services/applications.js';
+import { AppError, validationError, type FieldProblem } from './errors.js';
+import { describeSchemaErrors } from './validate.js';
+import { loggerOptions } from './logger.js';
+import { loadStaticApplications } from './static-applications.js';
+import dbPlugin from '../plugins/infra/db.js';
+import servicesPlugin from '../plugins/infra/services.js';
+import healthPlugin from '../plugins/health.js';
+import adminPlugin from '../plugins/admin/index.js';
+
+export interface BuildOptions {
+  /** An open, migrated database (tests and the CLI); otherwise the app opens the configured one. */
+  database?: DatabaseHandle;
+  /** Instead of reading STATIC_APPLICATIONS_FILE. */
+  staticApplications?: StaticApplications;
+  /** Where log lines go (tests capture them); stdout by default. */
+  logStream?: DestinationStream;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** 16 KiB: no form or JSON body of this service needs more (decisions.md, Limits). */
+export const BODY_LIMIT = 16 * 1024;
+
+function validationDetails(error: FastifyError): FieldProblem[] {
+  const part = error.validationContext ?? 'body';
+  // Query, params and headers are named as such; body fields by their own path.
+  return describeSchemaErrors(error.validation ?? [], part === 'body' ? '' : part);
+}
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { ...loggerOptions(config.logLevel), ...(options.logStream ? { stream: options.logStream } : {}) },
+    // proxy-addr takes a hop count too, though Fastify's types leave it out.
+    trustProxy: config.trustProxy as boolean | string[],
+    bodyLimit: BODY_LIMIT,
+    requestIdHeader: false,
+    genReqId(request) {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 512 },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof AppError) return reply.code(error.statusCode).send(error.toJSON());
+    if (error.validation) {
+      return reply.code(400).send(validationError(validationDetails(error)).toJSON());
+    }
+    const status = error.statusCode ?? 500;
+    if (status === 413) return reply.code(413).send({ error: 'PAYLOAD_TOO_LARGE', message: `The body is larger than ${BODY_LIMIT} bytes` });
+    if (status === 415) return reply.code(415).send({ error: 'UNSUPPORTED_MEDIA_TYPE', message: error.message });
+    if (status >= 400 && status < 500) {
+      const code = error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? 'INVALID_JSON' : 'BAD_REQUEST';
+      return reply.code(status).send({ error: code, message: error.message });
+    }
+    request.log.error({ err: error }, 'unexpected error');
+    return reply.code(500).send({ error: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}` });
+  });
+
+  const staticApplications = options.staticApplications ?? loadStaticApplications(config.staticApplicationsFile);
+
+  await app.register(formbody, { bodyLimit: BODY_LIMIT });
+  await app.register(dbPlugin, { config, database: options.database });
+  await app.register(servicesPlugin, { staticApplications });
+  await app.register(healthPlugin);
+  if (config.adminApiToken) {
+    await app.register(adminPlugin, { prefix: '/api/admin', adminApiToken: config.adminApiToken });
+  }
+  return app;
+}

@@ -1,0 +1,257 @@
+// Configuration: one TypeBox schema over the environment is both the runtime check and the type.
+// Only entry points (src/cli.ts) read process.env; everything else receives a Config.
+import Type, { type Static, type TSchema } from 'typebox';
+import Value from 'typebox/value';
+import { isAbsolute, resolve } from 'node:path';
+
+const Seconds = (def: number, description: string) =>
+  Type.Integer({ minimum: 1, maximum: 10 * 365 * 24 * 3600, default: def, description });
+
+const Url = (description: string) =>
+  Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s#?]+$', description }));
+
+// The keys are the environment variable names, so every error names the variable to fix.
+export const EnvSchema = Type.Object({
+  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
+    default: 'development',
+    description: 'development, production or test',
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'a port number 0-65535' }),
+  HOST: Type.String({ minLength: 1, default: '0.0.0.0', description: 'an interface address to listen on' }),
+  BASE_URL: Url('an http(s) URL without query or fragment, e.g. https://id.example.com'),
+  LOGIN_URL: Url('an http(s) URL without query or fragment'),
+  ADMIN_URL: Url('an http(s) URL without query or fragment'),
+  DATABASE_URL: Type.Optional(
+    Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// connection URL (unset: embedded database)' }),
+  ),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'an integer 1-200' }),
+  DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'a directory path' }),
+  SECRET_KEY: Type.Optional(
+    Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),
+  ),
+  ADMIN_API_TOKEN: Type.Optional(
+    Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),
+  ),
+  SMTP_URL: Type.Optional(
+    Type.String({ pattern: '^smtps?://', description: 'an smtp:// or smtps:// URL (unset: local outbox file)' }),
+  ),
+  MAIL_FROM: Type.String({ minLength: 3, default: 'Identity Provider <no-reply@localhost>', description: 'a From address' }),
+  COOKIE_SECURE: Type.Optional(Type.Boolean({ description: 'true or false (default: true when BASE_URL is https)' })),
+  COOKIE_SAMESITE: Type.Union([Type.Literal('lax'), Type.Literal('strict'), Type.Literal('none')], {
+    default: 'lax',
+    description: 'lax, strict or none',
+  }),
+  TRUST_PROXY: Type.String({
+    default: 'false',
+    description: 'false, true, a hop count, or a comma-separated list of proxy addresses/CIDRs',
+  }),
+  STATIC_APPLICATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a path to a JSON file' })),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },
+  ),
+  SHUTDOWN_TIMEOUT: Seconds(10, 'seconds to wait for in-flight requests on shutdown'),
+  ACCESS_TOKEN_TTL: Seconds(3600, 'access token lifetime in seconds'),
+  ID_TOKEN_TTL: Seconds(3600, 'ID token lifetime in seconds'),
+  AUTHORIZATION_CODE_TTL: Seconds(60, 'authorization code lifetime in seconds'),
+  REFRESH_TOKEN_TTL: Seconds(30 * 24 * 3600, 'refresh token sliding lifetime in seconds'),
+  REFRESH_TOKEN_ABSOLUTE_TTL: Seconds(90 * 24 * 3600, 'refresh token absolute lifetime in seconds'),
+  RESET_TOKEN_TTL: Seconds(1800, 'password reset token lifetime in seconds'),
+  CONSENT_REQUEST_TTL: Seconds(600, 'pending authorization request lifetime in seconds'),
+});
+
+export type Env = Static<typeof EnvSchema>;
+
+export type TrustProxy = boolean | number | string[];
+
+export interface Config {
+  env: Env['NODE_ENV'];
+  port: number;
+  host: string;
+  baseUrl: string;
+  issuer: string;
+  loginUrl: string;
+  adminUrl: string;
+  databaseUrl: string | undefined;
+  databasePoolSize: number;
+  dataDir: string;
+  /** undefined until resolved by resolveSecretKey() (generated in development). */
+  secretKey: string | undefined;
+  adminApiToken: string | undefined;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  cookieSecure: boolean;
+  cookieSameSite: 'lax' | 'strict' | 'none';
+  trustProxy: TrustProxy;
+  staticApplicationsFile: string | undefined;
+  logLevel: string;
+  shutdownTimeoutSeconds: number;
+  ttl: {
+    accessToken: number;
+    idToken: number;
+    authorizationCode: number;
+    refreshToken: number;
+    refreshTokenAbsolute: number;
+    resetToken: number;
+    consentRequest: number;
+  };
+}
+
+export interface ConfigProblem {
+  name: string;
+  expected: string;
+  given: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: ConfigProblem[]) {
+    super(
+      `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+        problems
+          .map((p) => `  - ${p.name}: expected ${p.expected}; got ${p.given === undefined ? 'nothing' : JSON.stringify(p.given)}`)
+          .join('\n'),
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+const SECRET_NAMES = new Set(['SECRET_KEY', 'ADMIN_API_TOKEN', 'DATABASE_URL', 'SMTP_URL']);
+
+// Secrets are never echoed back, even in a configuration error.
+function shown(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (SECRET_NAMES.has(name)) return `<${value.length} characters, hidden>`;
+  return value.length > 200 ? `${value.slice(0, 200)}…` : value;
+}
+
+function stripSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+function parseTrustProxy(raw: string): TrustProxy | undefined {
+  const v = raw.trim().toLowerCase();
+  if (v === 'true') return true;
+  if (v === 'false' || v === '') return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return list.every((s) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(s) || ['loopback', 'linklocal', 'uniquelocal'].includes(s))
+    ? list
+    : undefined;
+}
+
+function coerceBoolean(raw: string): boolean | string {
+  const v = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  return raw;
+}
+
+/**
+ * Parses the environment. Throws one ConfigError that lists every problem.
+ * Empty strings count as unset, as most process managers cannot unset a variable.
+ */
+export function loadConfig(env: Record<string, string | undefined>, cwd = process.cwd()): Config {
+  const properties = EnvSchema.properties as Record<string, TSchema & { description?: string }>;
+  const raw: Record<string, unknown> = {};
+  for (const name of Object.keys(properties)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    raw[name] = value;
+  }
+  const given = { ...raw } as Record<string, string>;
+  if (typeof raw.COOKIE_SECURE === 'string') raw.COOKIE_SECURE = coerceBoolean(raw.COOKIE_SECURE);
+  for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL']) {
+    if (typeof raw[name] === 'string') raw[name] = (raw[name] as string).toLowerCase();
+  }
+
+  const withDefaults = Value.Convert(EnvSchema, Value.Default(EnvSchema, raw));
+  const problems: ConfigProblem[] = [];
+  const seen = new Set<string>();
+  for (const error of Value.Errors(EnvSchema, withDefaults)) {
+    const name = error.instancePath.replace(/^\//, '').split('/')[0] ?? '';
+    if (!name || seen.has(name)) continue;
+    seen.add(name);
+    problems.push({ name, expected: properties[name]?.description ?? error.message, given: shown(name, given[name]) });
+  }
+  const parsed = withDefaults as Env;
+
+  const problem = (name: string, expected: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    problems.push({ name, expected, given: shown(name, given[name]) });
+  };
+
+  const trustProxy = parseTrustProxy(String(parsed.TRUST_PROXY ?? 'false'));
+  if (trustProxy === undefined) problem('TRUST_PROXY', properties.TRUST_PROXY!.description!);
+
+  for (const name of ['BASE_URL', 'LOGIN_URL', 'ADMIN_URL'] as const) {
+    const value = parsed[name];
+    if (value === undefined || seen.has(name)) continue;
+    try {
+      new URL(value);
+    } catch {
+      problem(name, properties[name]!.description!);
+    }
+  }
+
+  const production = parsed.NODE_ENV === 'production';
+  if (production && !parsed.SECRET_KEY) {
+    problem('SECRET_KEY', 'a value when NODE_ENV=production (at least 32 characters; it encrypts the signing keys)');
+  }
+  if (production && !parsed.BASE_URL) {
+    problem('BASE_URL', 'a value when NODE_ENV=production (the public https URL of this service)');
+  }
+  if (parsed.REFRESH_TOKEN_ABSOLUTE_TTL < parsed.REFRESH_TOKEN_TTL && !seen.has('REFRESH_TOKEN_ABSOLUTE_TTL')) {
+    problem('REFRESH_TOKEN_ABSOLUTE_TTL', `a value at least REFRESH_TOKEN_TTL (${parsed.REFRESH_TOKEN_TTL})`);
+  }
+
+  const port = parsed.PORT;
+  const baseUrl = stripSlash(parsed.BASE_URL ?? `http://localhost:${port}`);
+  const cookieSecure = parsed.COOKIE_SECURE ?? baseUrl.startsWith('https://');
+  if (parsed.COOKIE_SAMESITE === 'none' && !cookieSecure) {
+    problem('COOKIE_SAMESITE', 'lax or strict unless cookies are secure (browsers drop SameSite=None cookies without Secure)');
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return {
+    env: parsed.NODE_ENV,
+    port,
+    host: parsed.HOST,
+    baseUrl,
+    issuer: `${baseUrl}/api/auth`,
+    loginUrl: stripSlash(parsed.LOGIN_URL ?? `${baseUrl}/login`),
+    adminUrl: stripSlash(parsed.ADMIN_URL ?? `${baseUrl}/admin`),
+    databaseUrl: parsed.DATABASE_URL,
+    databasePoolSize: parsed.DATABASE_POOL_SIZE,
+    dataDir: isAbsolute(parsed.DATA_DIR) ? parsed.DATA_DIR : resolve(cwd, parsed.DATA_DIR),
+    secretKey: parsed.SECRET_KEY,
+    adminApiToken: parsed.ADMIN_API_TOKEN,
+    smtpUrl: parsed.SMTP_URL,
+    mailFrom: parsed.MAIL_FROM,
+    cookieSecure,
+    cookieSameSite: parsed.COOKIE_SAMESITE,
+    trustProxy: trustProxy!,
+    staticApplicationsFile: parsed.STATIC_APPLICATIONS_FILE
+      ? resolve(cwd, parsed.STATIC_APPLICATIONS_FILE)
+      : undefined,
+    logLevel: parsed.LOG_LEVEL,
+    shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
+    ttl: {
+      accessToken: parsed.ACCESS_TOKEN_TTL,
+      idToken: parsed.ID_TOKEN_TTL,
+      authorizationCode: parsed.AUTHORIZATION_CODE_TTL,
+      refreshToken: parsed.REFRESH_TOKEN_TTL,
+      refreshTokenAbsolute: parsed.REFRESH_TOKEN_ABSOLUTE_TTL,
+      resetToken: parsed.RESET_TOKEN_TTL,
+      consentRequest: parsed.CONSENT_REQUEST_TTL,
+    },
+  };
+}
+
+/** Every variable with its default and description, for the README and `idp --help`. */
+export function describeEnv(): Array<{ name: string; default: unknown; description: string }> {
+  return Object.entries(EnvSchema.properties as Record<string, TSchema & { default?: unknown; description?: string }>).map(
+    ([name, schema]) => ({ name, default: schema.default, description: schema.description ?? '' }),
+  );
+}

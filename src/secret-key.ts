@@ -1,0 +1,34 @@
+// SECRET_KEY encrypts private signing keys at rest. Production must supply it; development generates one
+// into DATA_DIR once, so a restart keeps decrypting the keys it made.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from './config.js';
+
+export interface WarnLogger {
+  warn(message: string): void;
+}
+
+export function resolveSecretKey(config: Config, log: WarnLogger): Config {
+  if (config.secretKey) return config;
+  if (config.env === 'production') throw new Error('SECRET_KEY is required when NODE_ENV=production');
+  const file = join(config.dataDir, 'secret-key');
+  let secret: string | undefined;
+  try {
+    secret = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (!secret) {
+    mkdirSync(config.dataDir, { recursive: true });
+    secret = randomBytes(32).toString('base64url');
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    log.warn(
+      `SECRET_KEY is not set: generated a development key into ${file}. ` +
+        'Set SECRET_KEY (the same value on every instance) before running in production.',
+    );
+  } else {
+    log.warn(`SECRET_KEY is not set: using the development key in ${file}. Set SECRET_KEY in production.`);
+  }
+  return { ...config, secretKey: secret };
+}

@@ -1,0 +1,242 @@
+// Application management: the one implementation behind the admin API, the CLI and (later) the admin web.
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../db/create-db.js';
+import type { ApplicationRow } from '../../db/tables.js';
+import * as repo from '../../db/repositories/applications.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import {
+  ApplicationCreateSchema,
+  ApplicationUpdateSchema,
+  type Application,
+  type ApplicationCreate,
+  type ApplicationUpdate,
+} from '../../schemas/admin.js';
+import { AppError, conflict, notFound, validationError, type FieldProblem } from '../errors.js';
+import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
+import { redirectPathProblem, redirectUriProblem, webOriginProblem, webUrlProblem } from '../oauth/redirect-uri.js';
+import { assertSchema } from '../validate.js';
+import { isUniqueViolation } from './db-errors.js';
+
+export interface ActorContext {
+  /** Who did it, for the audit trail: "admin-api", "cli:alice", a user id... */
+  actor: string;
+  ip?: string | undefined;
+}
+
+export interface StaticApplications {
+  get(clientId: string): Application | undefined;
+  all(): Application[];
+  source: string | undefined;
+}
+
+export interface ApplicationServiceDeps {
+  db: Db;
+  staticApplications: StaticApplications;
+  /** Called after any change commits (drops caches such as the CORS origin list). */
+  onChange?: (clientId: string) => void;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor?: string;
+}
+
+/** Semantic rules shared by created, updated and static applications; prefix names the field path. */
+export function applicationProblems(input: Partial<ApplicationCreate>, prefix = ''): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const at = (field: string) => (prefix ? `${prefix}.${field}` : field);
+  input.redirectUris?.forEach((uri, i) => {
+    const problem = redirectUriProblem(uri);
+    if (problem) problems.push({ field: at(`redirectUris.${i}`), message: problem });
+  });
+  if (input.redirectUris && new Set(input.redirectUris).size !== input.redirectUris.length) {
+    problems.push({ field: at('redirectUris'), message: 'must not contain duplicates' });
+  }
+  input.allowedWebOrigins?.forEach((origin, i) => {
+    const problem = webOriginProblem(origin);
+    if (problem) problems.push({ field: at(`allowedWebOrigins.${i}`), message: problem });
+  });
+  if (input.clientLogoUrl) {
+    const problem = webUrlProblem(input.clientLogoUrl);
+    if (problem) problems.push({ field: at('clientLogoUrl'), message: problem });
+  }
+  if (input.postVerificationRedirectPath) {
+    const problem = redirectPathProblem(input.postVerificationRedirectPath);
+    if (problem) problems.push({ field: at('postVerificationRedirectPath'), message: problem });
+  }
+  if (input.allowedScopes && !input.allowedScopes.includes('openid')) {
+    problems.push({ field: at('allowedScopes'), message: 'must include openid (this is an OpenID Connect provider)' });
+  }
+  return problems;
+}
+
+export function toApplication(row: ApplicationRow): Application {
+  return {
+    clientId: row.client_id,
+    clientName: row.name,
+    clientDescription: row.description,
+    clientLogoUrl: row.logo_url,
+    redirectUris: row.redirect_uris,
+    allowedWebOrigins: row.allowed_web_origins,
+    postVerificationRedirectPath: row.post_verification_redirect_path,
+    allowedScopes: row.allowed_scopes,
+    enabled: row.enabled,
+    source: 'database',
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+/** 192 bits from the CSPRNG, URL-safe: unguessable and within the client-id alphabet. */
+export function generateClientId(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+const encodeCursor = (value: string) => Buffer.from(value, 'utf8').toString('base64url');
+function decodeCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const value = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!value) throw validationError([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+  return value;
+}
+
+export function createApplicationService(deps: ApplicationServiceDeps) {
+  const { db, staticApplications } = deps;
+
+  function readOnly(clientId: string): AppError {
+    return new AppError(
+      409,
+      'STATIC_APPLICATION',
+      `Application ${clientId} is declared in ${staticApplications.source ?? 'the static applications file'} and is read-only here; change it in that file.`,
+    );
+  }
+
+  async function get(clientId: string): Promise<Application> {
+    const found = staticApplications.get(clientId) ?? (await repo.findApplicationRow(db, clientId).then((r) => r && toApplication(r)));
+    if (!found) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+    return found;
+  }
+
+  /** Static first (they shadow database rows), undefined when neither has it. Enabled or not. */
+  async function find(clientId: string): Promise<Application | undefined> {
+    const fromStatic = staticApplications.get(clientId);
+    if (fromStatic) return fromStatic;
+    const row = await repo.findApplicationRow(db, clientId);
+    return row ? toApplication(row) : undefined;
+  }
+
+  async function list(options: { q?: string | undefined; limit?: number | undefined; cursor?: string | undefined } = {}): Promise<Page<Application>> {
+    const limit = options.limit ?? 50;
+    const after = decodeCursor(options.cursor);
+    const q = options.q?.toLowerCase();
+    // One ordering (client_id) across both sources: the static ones are merged into the database page.
+    const rows = await repo.listApplicationRows(db, { q: options.q, after, limit: limit + 1 });
+    const statics = staticApplications
+      .all()
+      .filter((a) => after === undefined || a.clientId > after)
+      .filter((a) => !q || a.clientId.toLowerCase().includes(q) || a.clientName.toLowerCase().includes(q));
+    const merged = [...statics, ...rows.filter((r) => !staticApplications.get(r.client_id)).map(toApplication)].sort(
+      (a, b) => (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0),
+    );
+    const items = merged.slice(0, limit);
+    return merged.length > limit ? { items, nextCursor: encodeCursor(items[items.length - 1]!.clientId) } : { items };
+  }
+
+  async function create(input: ApplicationCreate, context: ActorContext): Promise<Application> {
+    assertSchema(ApplicationCreateSchema, input);
+    const problems = applicationProblems(input);
+    if (problems.length) throw validationError(problems);
+    const clientId = input.clientId ?? generateClientId();
+    if (staticApplications.get(clientId)) {
+      throw conflict('CLIENT_ID_TAKEN', `Client id ${clientId} is used by a static application`);
+    }
+    try {
+      const app = await db.transaction().execute(async (trx) => {
+        const row = await repo.insertApplication(trx, {
+          client_id: clientId,
+          name: input.clientName,
+          description: input.clientDescription ?? null,
+          logo_url: input.clientLogoUrl ?? null,
+          redirect_uris: JSON.stringify(input.redirectUris),
+          allowed_web_origins: JSON.stringify(input.allowedWebOrigins ?? []),
+          post_verification_redirect_path: input.postVerificationRedirectPath ?? null,
+          allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
+          enabled: input.enabled ?? true,
+        });
+        await appendAuditEvent(trx, {
+          type: 'application.created',
+          actor: context.actor,
+          ip: context.ip,
+          clientId,
+          detail: { clientName: input.clientName },
+        });
+        return toApplication(row);
+      });
+      deps.onChange?.(clientId);
+      return app;
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict('CLIENT_ID_TAKEN', `Client id ${clientId} is already taken`);
+      throw error;
+    }
+  }
+
+  async function update(clientId: string, input: ApplicationUpdate, context: ActorContext): Promise<Application> {
+    assertSchema(ApplicationUpdateSchema, input);
+    if (staticApplications.get(clientId)) throw readOnly(clientId);
+    const problems = applicationProblems(input);
+    if (problems.length) throw validationError(problems);
+    const app = await db.transaction().execute(async (trx) => {
+      const row = await repo.updateApplicationRow(trx, clientId, {
+        ...(input.clientName !== undefined && { name: input.clientName }),
+        ...(input.clientDescription !== undefined && { description: input.clientDescription }),
+        ...(input.clientLogoUrl !== undefined && { logo_url: input.clientLogoUrl }),
+        ...(input.redirectUris !== undefined && { redirect_uris: JSON.stringify(input.redirectUris) }),
+        ...(input.allowedWebOrigins !== undefined && { allowed_web_origins: JSON.stringify(input.allowedWebOrigins) }),
+        ...(input.postVerificationRedirectPath !== undefined && {
+          post_verification_redirect_path: input.postVerificationRedirectPath,
+        }),
+        ...(input.allowedScopes !== undefined && { allowed_scopes: JSON.stringify(input.allowedScopes) }),
+        ...(input.enabled !== undefined && { enabled: input.enabled }),
+      });
+      if (!row) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+      await appendAuditEvent(trx, {
+        type: 'application.updated',
+        actor: context.actor,
+        ip: context.ip,
+        clientId,
+        detail: { fields: Object.keys(input) },
+      });
+      return toApplication(row);
+    });
+    deps.onChange?.(clientId);
+    return app;
+  }
+
+  async function remove(clientId: string, context: ActorContext): Promise<void> {
+    if (staticApplications.get(clientId)) throw readOnly(clientId);
+    await db.transaction().execute(async (trx) => {
+      const deleted = await repo.deleteApplicationRow(trx, clientId);
+      if (!deleted) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+      await appendAuditEvent(trx, {
+        type: 'application.deleted',
+        actor: context.actor,
+        ip: context.ip,
+        clientId,
+        detail: {},
+      });
+    });
+    deps.onChange?.(clientId);
+  }
+
+  return {
+    get,
+    find,
+    list,
+    create,
+    update,
+    setEnabled: (clientId: string, enabled: boolean, context: ActorContext) => update(clientId, { enabled }, context),
+    remove,
+  };
+}
+
+export type ApplicationService = ReturnType<typeof createApplicationService>;

@@ -1,0 +1,49 @@
+// Schema errors turned into `{ field, message }` lines, the same for Fastify routes, the CLI and the
+// static application file.
+import type { TSchema, Static } from 'typebox';
+import Value from 'typebox/value';
+import { validationError, type FieldProblem } from './errors.js';
+
+export interface SchemaErrorLike {
+  keyword: string;
+  instancePath?: string;
+  schemaPath?: string;
+  params?: unknown;
+  message?: string;
+}
+
+export function describeSchemaErrors(errors: Iterable<SchemaErrorLike>, prefix = ''): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const seen = new Set<string>();
+  const add = (path: string, message: string) => {
+    const field = prefix ? (path ? `${prefix}.${path}` : prefix) : path || '(body)';
+    if (seen.has(field)) return; // a failed union reports every branch: one line per field is enough
+    seen.add(field);
+    problems.push({ field, message });
+  };
+  for (const error of errors) {
+    const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+    const join = (name: string) => (path ? `${path}.${name}` : name);
+    const params = (error.params ?? {}) as { requiredProperties?: string[]; additionalProperties?: string[] };
+    if (error.keyword === 'required' && params.requiredProperties) {
+      for (const name of params.requiredProperties) add(join(name), 'is required');
+    } else if (error.keyword === 'additionalProperties' && params.additionalProperties) {
+      for (const name of params.additionalProperties) add(join(name), 'is not a known field');
+    } else if (error.keyword === 'boolean' && error.schemaPath?.endsWith('/additionalProperties')) {
+      add(path, 'is not a known field');
+    } else {
+      add(path, error.message ?? 'is invalid');
+    }
+  }
+  return problems;
+}
+
+export function schemaProblems(schema: TSchema, value: unknown, prefix = ''): FieldProblem[] {
+  return describeSchemaErrors(Value.Errors(schema, value), prefix);
+}
+
+export function assertSchema<T extends TSchema>(schema: T, value: unknown): Static<T> {
+  const problems = schemaProblems(schema, value);
+  if (problems.length > 0) throw validationError(problems);
+  return value as Static<T>;
+}

@@ -1,0 +1,74 @@
+// A fresh, migrated database for each test file: PGlite restored from a migrated snapshot (fast), or,
+// when DATABASE_URL is set, a schema of its own on that PostgreSQL server (dropped at the end).
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import { createDatabase, type DatabaseHandle } from '../../db/create-db.js';
+import type { Database } from '../../db/tables.js';
+import { migrateToLatest } from '../../db/migrate.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The snapshot's name carries a hash of the migrations, so a changed migration makes a new one. */
+function snapshotPath(): string {
+  const dir = join(root, 'db', 'migrations');
+  const hash = createHash('sha256');
+  for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(join(dir, file)));
+  return join(root, '.tap', `pglite-${hash.digest('hex').slice(0, 16)}.tar`);
+}
+
+async function pgliteSnapshot(): Promise<Blob> {
+  const file = snapshotPath();
+  if (!existsSync(file)) {
+    const pglite = new PGlite();
+    const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+    await migrateToLatest(db);
+    const dump = await pglite.dumpDataDir('none');
+    await db.destroy();
+    mkdirSync(dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(tmp, Buffer.from(await dump.arrayBuffer()));
+    renameSync(tmp, file); // atomic: parallel test files never read half a snapshot
+  }
+  return new Blob([readFileSync(file)]);
+}
+
+export const usingPostgres = Boolean(process.env.DATABASE_URL);
+
+export interface TestDatabase extends DatabaseHandle {
+  /** Drops the test schema too (PostgreSQL). Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const schema = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`create schema "${schema}"`);
+    await admin.end();
+    const handle = await createDatabase({ databaseUrl: url, searchPath: schema, poolSize: 5 });
+    await migrateToLatest(handle.db);
+    let disposed = false;
+    return {
+      ...handle,
+      async dispose() {
+        if (disposed) return;
+        disposed = true;
+        await handle.close();
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        await c.query(`drop schema if exists "${schema}" cascade`);
+        await c.end();
+      },
+    };
+  }
+  const handle = await createDatabase({ loadDataDir: await pgliteSnapshot() });
+  return { ...handle, dispose: () => handle.close() };
+}

@@ -1,0 +1,41 @@
+import t from 'tap';
+import { buildTestApp } from '../helpers/app.js';
+
+t.test('healthz answers while the process is up', async (t) => {
+  const { app } = await buildTestApp(t);
+  const res = await app.inject({ method: 'GET', url: '/healthz' });
+  t.equal(res.statusCode, 200);
+  t.same(res.json(), { status: 'ok' });
+  t.equal(res.headers['cache-control'], 'no-store');
+  t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+});
+
+t.test('readyz is 200 while the database answers and 503 once it is gone', async (t) => {
+  const { app, database } = await buildTestApp(t);
+  const ready = await app.inject({ method: 'GET', url: '/readyz' });
+  t.equal(ready.statusCode, 200);
+  t.same(ready.json(), { status: 'ready', database: database.engine });
+
+  await database.close();
+  const gone = await app.inject({ method: 'GET', url: '/readyz' });
+  t.equal(gone.statusCode, 503);
+  t.same(gone.json(), { status: 'unavailable', error: 'DATABASE_UNAVAILABLE', message: 'The database does not answer' });
+  t.equal(gone.headers['cache-control'], 'no-store');
+});
+
+t.test('a sane incoming x-request-id is kept, a hostile one replaced', async (t) => {
+  const { app, logs } = await buildTestApp(t);
+  const kept = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
+  t.equal(kept.headers['x-request-id'], 'abc-123');
+  const replaced = await app.inject({ method: 'GET', url: '/readyz', headers: { 'x-request-id': 'evil\nlog line' } });
+  t.not(replaced.headers['x-request-id'], 'evil\nlog line');
+  t.match(replaced.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  t.notMatch(logs.text(), /evil/);
+});
+
+t.test('unknown routes get a JSON 404', async (t) => {
+  const { app } = await buildTestApp(t);
+  const res = await app.inject({ method: 'GET', url: '/nope?x=1' });
+  t.equal(res.statusCode, 404);
+  t.same(res.json(), { error: 'NOT_FOUND', message: 'No route GET /nope' });
+});
