@@ -24,6 +24,8 @@ export interface BuildOptions {
   staticApplications?: StaticApplications;
   /** Where log lines go (tests capture them); stdout by default. */
   logStream?: DestinationStream;
+  /** Runs last, before the app is ready: tests add routes here. */
+  configure?: (app: FastifyInstance) => void | Promise<void>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -87,5 +89,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   if (config.adminApiToken) {
     await app.register(adminPlugin, { prefix: '/api/admin', adminApiToken: config.adminApiToken });
   }
+  await options.configure?.(app);
   return app;
 }

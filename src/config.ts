@@ -4,8 +4,13 @@ import Type, { type Static, type TSchema } from 'typebox';
 import Value from 'typebox/value';
 import { isAbsolute, resolve } from 'node:path';
 
-const Seconds = (def: number, description: string) =>
-  Type.Integer({ minimum: 1, maximum: 10 * 365 * 24 * 3600, default: def, description });
+const Seconds = (def: number, what: string) =>
+  Type.Integer({
+    minimum: 1,
+    maximum: 10 * 365 * 24 * 3600,
+    default: def,
+    description: `a whole number of seconds from 1 up to ten years (${what})`,
+  });
 
 const Url = (description: string) =>
   Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s#?]+$', description }));
@@ -164,14 +169,20 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     if (typeof raw[name] === 'string') raw[name] = (raw[name] as string).toLowerCase();
   }
 
-  const withDefaults = Value.Convert(EnvSchema, Value.Default(EnvSchema, raw));
+  const withDefaults = Value.Convert(EnvSchema, Value.Default(EnvSchema, raw)) as Record<string, unknown>;
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
-  for (const error of Value.Errors(EnvSchema, withDefaults)) {
-    const name = error.instancePath.replace(/^\//, '').split('/')[0] ?? '';
-    if (!name || seen.has(name)) continue;
-    seen.add(name);
-    problems.push({ name, expected: properties[name]?.description ?? error.message, given: shown(name, given[name]) });
+  // Each variable on its own, so that every bad one is reported (not only the first of a kind).
+  for (const [name, schema] of Object.entries(properties)) {
+    const value = withDefaults[name];
+    const wholeNumber = (schema as { type?: string }).type === 'integer';
+    const bad =
+      (value !== undefined && !Value.Check(schema, value)) ||
+      (wholeNumber && typeof given[name] === 'string' && !/^\d+$/.test(given[name]!.trim()));
+    if (bad) {
+      seen.add(name);
+      problems.push({ name, expected: schema.description ?? 'a valid value', given: shown(name, given[name]) });
+    }
   }
   const parsed = withDefaults as Env;
 

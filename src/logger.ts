@@ -62,13 +62,14 @@ export function loggerOptions(level: string): LoggerOptions {
     level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     serializers: {
+      // Never the headers: they carry Authorization and cookies.
       req(request: FastifyRequest) {
         return {
           method: request.method,
-          url: redactUrl(request.url),
+          url: typeof request.url === 'string' ? redactUrl(request.url) : undefined,
           host: request.host,
           remoteAddress: request.ip,
-          userAgent: request.headers['user-agent'],
+          userAgent: request.headers?.['user-agent'],
         };
       },
     },

@@ -1,0 +1,150 @@
+// `idp migrate`, and the lock that keeps a second process out of the embedded database.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import {
+  ROOT,
+  adminQuery,
+  cleanEnv,
+  cliContext,
+  createPostgresDatabase,
+  describe,
+  parseJson,
+  runCli,
+  startServe,
+  usingPostgres,
+  withSearchPath,
+} from './run-cli.js';
+
+const opts = { timeout: 120_000 };
+
+interface MigrateStatus {
+  database: string;
+  migrations: Array<{ name: string; applied: boolean; executedAt: string | null }>;
+}
+
+const migrationNames = readdirSync(join(ROOT, 'db', 'migrations'))
+  .filter((f) => /^\d{4}-.+\.ts$/.test(f))
+  .map((f) => f.replace(/\.ts$/, ''))
+  .sort();
+
+t.test('migrate applies 0001-initial once; --status --json reports it applied', opts, async (t) => {
+  const cli = await cliContext(t);
+  t.ok(migrationNames.includes('0001-initial'));
+
+  const first = await cli.run(['migrate']);
+  t.equal(first.code, 0, describe(first));
+  t.match(first.stdout, /^applied 0001-initial$/m);
+  for (const name of migrationNames) t.match(first.stdout, new RegExp(`^applied ${name}$`, 'm'));
+  t.match(first.stderr, /^Migrating .+ \.\.\.$/m);
+
+  const second = await cli.run(['migrate']);
+  t.equal(second.code, 0, describe(second));
+  t.match(second.stdout, /Already up to date/);
+  t.notMatch(second.stdout, /applied/);
+
+  const status = await cli.run(['migrate', '--status', '--json']);
+  t.equal(status.code, 0, describe(status));
+  const report = parseJson<MigrateStatus>(status);
+  t.same(
+    report.migrations.map((m) => m.name),
+    migrationNames,
+    'every migration file is listed',
+  );
+  const initial = report.migrations.find((m) => m.name === '0001-initial');
+  t.equal(initial?.applied, true);
+  t.ok(initial?.executedAt && !Number.isNaN(Date.parse(initial.executedAt)), 'with the time it was applied');
+  t.ok(report.migrations.every((m) => m.applied), 'nothing pending');
+  if (usingPostgres) {
+    t.match(report.database, /^postgres:\/\/[^@]+\/idp_cli_/, 'the database, without credentials');
+  } else {
+    t.equal(report.database, `embedded PGlite in ${cli.dataDir}/pglite`);
+  }
+});
+
+t.test(
+  'the embedded database lock: a running server keeps the CLI out, fast and clearly',
+  { ...opts, skip: usingPostgres ? 'the lock applies to the embedded database only (DATABASE_URL is set)' : false },
+  async (t) => {
+    const cli = await cliContext(t);
+    const lockFile = join(cli.dataDir, 'idp.lock');
+    const server = await startServe(t, {
+      ...cli.env,
+      LOG_LEVEL: 'info',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SECRET_KEY: 'cli-test-secret-key-0123456789abcdefghij',
+    });
+    t.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/, 'it reports its address');
+    const lock = JSON.parse(readFileSync(lockFile, 'utf8')) as { pid: number; purpose: string; host: string };
+    t.equal(lock.pid, server.child.pid, 'the lock names the server process');
+    t.equal(lock.purpose, 'server');
+
+    const busy = await cli.run(['apps', 'list']);
+    t.equal(busy.code, 1, describe(busy));
+    t.ok(busy.ms < 10_000, `fails fast, without waiting for the database (${busy.ms} ms)`);
+    t.match(busy.stderr, /is in use by another process/);
+    t.match(busy.stderr, new RegExp(`pid ${server.child.pid}, server`));
+    t.match(busy.stderr, /admin API/);
+    t.equal(busy.stdout, '');
+
+    const health = await fetch(`${server.url}/healthz`);
+    t.equal(health.status, 200, 'the server is unaffected');
+
+    server.child.kill('SIGTERM');
+    const exit = await server.exited;
+    t.same(exit, { code: 0, signal: null }, `SIGTERM shuts the server down cleanly\n${server.output()}`);
+    t.notOk(existsSync(lockFile), 'the server released the lock');
+
+    const free = await cli.run(['apps', 'list']);
+    t.equal(free.code, 0, describe(free));
+    t.equal(free.stdout.trim(), 'No applications.');
+  },
+);
+
+t.test('a stale lock file of a dead process does not block the CLI', { ...opts, skip: usingPostgres ? 'embedded database only' : false }, async (t) => {
+  const cli = await cliContext(t);
+  let deadPid = 999_999;
+  for (;;) {
+    try {
+      process.kill(deadPid, 0);
+      deadPid++; // alive (unlikely): try the next one
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ESRCH') break;
+      deadPid++;
+    }
+  }
+  const lockFile = join(cli.dataDir, 'idp.lock');
+  writeFileSync(lockFile, JSON.stringify({ pid: deadPid, purpose: 'server', since: 'x', host: hostname() }));
+
+  const r = await cli.run(['apps', 'list', '--json']);
+  t.equal(r.code, 0, describe(r));
+  t.same(parseJson(r), { items: [] });
+  t.notOk(existsSync(lockFile), 'the stale lock is gone and the CLI released its own');
+});
+
+// Two schemas of one database, each reached through `options=-c search_path=<schema>` in DATABASE_URL:
+// both must be migratable. Kysely's Migrator (db/migrate.ts passes no migrationTableSchema) looks for
+// kysely_migration in every schema of the database, finds the first schema's, and so never creates the
+// second schema's tables: `idp migrate` fails with 'relation "kysely_migration_lock" does not exist'.
+t.test(
+  'migrate works in a schema of its own while another schema already holds migrated tables',
+  {
+    ...opts,
+    skip: usingPostgres ? false : 'PostgreSQL only (DATABASE_URL is not set)',
+    todo: 'db/migrate.ts: Migrator finds another schema\'s kysely_migration table (reported bug)',
+  },
+  async (t) => {
+    const databaseUrl = await createPostgresDatabase(t);
+    const dataDir = mkdtempSync(join(tmpdir(), 'idp-cli-'));
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+    const env = cleanEnv({ DATA_DIR: dataDir });
+    for (const schema of ['first', 'second']) {
+      await adminQuery(databaseUrl, `create schema ${schema}`); // dropped with the database
+      const r = await runCli(['migrate', '--json'], { env: { ...env, DATABASE_URL: withSearchPath(databaseUrl, schema) } });
+      t.equal(r.code, 0, `schema ${schema}: ${describe(r)}`);
+      if (r.code === 0) t.same(parseJson(r).applied, migrationNames, `schema ${schema}: every migration applied`);
+    }
+  },
+);

@@ -1,0 +1,83 @@
+// `idp users`: one user through its whole life, in one DATA_DIR (or PostgreSQL database).
+import t from 'tap';
+import { cliContext, describe, parseJson } from './run-cli.js';
+import type { User } from '../../schemas/admin.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+t.test('users: create, reject a duplicate, show, update, disable, delete', { timeout: 170_000 }, async (t) => {
+  const cli = await cliContext(t);
+  const password = 'correct-Horse-battery-staple-42';
+  let id = '';
+
+  await t.test('create --password-stdin --json: the password is set and never printed', async (t) => {
+    const r = await cli.run(['users', 'create', '--email', 'Alice@Example.com', '--name', 'Alice Example', '--password-stdin', '--json'], {
+      input: `${password}\n`,
+    });
+    t.equal(r.code, 0, describe(r));
+    const user = parseJson<User>(r);
+    id = user.id;
+    t.match(user.id, UUID);
+    t.equal(user.email, 'Alice@Example.com');
+    t.equal(user.name, 'Alice Example');
+    t.equal(user.hasPassword, true);
+    t.equal(user.emailVerified, false);
+    t.same(user.permissions, []);
+    t.equal(user.disabled, false);
+    const output = r.stdout + r.stderr;
+    t.notOk(output.includes(password), 'the password is not printed');
+    t.notMatch(output, /\$argon2/, 'nor its hash');
+    t.same(
+      Object.keys(user).filter((k) => /password|hash/i.test(k)),
+      ['hasPassword'],
+      'no password or hash field in the JSON',
+    );
+  });
+  if (!id) return t.fail('create failed; the rest depends on it');
+
+  await t.test('create with the same e-mail address in another case: exit 1', async (t) => {
+    const r = await cli.run(['users', 'create', '--email', 'alice@example.COM', '--json']);
+    t.equal(r.code, 1, describe(r));
+    t.match(r.stderr, /already exists/);
+    t.equal(r.stdout, '');
+  });
+
+  await t.test('show by e-mail address (any case)', async (t) => {
+    const r = await cli.run(['users', 'show', 'ALICE@example.com']);
+    t.equal(r.code, 0, describe(r));
+    t.match(r.stdout, new RegExp(`^ID:\\s+${id}$`, 'm'));
+    t.match(r.stdout, /^E-mail:\s+Alice@Example\.com \(not verified\)$/m);
+    t.match(r.stdout, /^Password set:\s+yes$/m);
+    t.match(r.stdout, /^Disabled:\s+no$/m);
+    t.notOk(r.stdout.includes(password));
+  });
+
+  await t.test('update --verified --permission a --permission b (by id)', async (t) => {
+    const r = await cli.run(['users', 'update', id, '--verified', '--permission', 'a', '--permission', 'b', '--json']);
+    t.equal(r.code, 0, describe(r));
+    const user = parseJson<User>(r);
+    t.equal(user.id, id);
+    t.equal(user.emailVerified, true);
+    t.same(user.permissions, ['a', 'b']);
+    t.equal(user.name, 'Alice Example', 'fields not given are unchanged');
+    t.equal(user.hasPassword, true);
+  });
+
+  await t.test('disable', async (t) => {
+    const r = await cli.run(['users', 'disable', 'alice@example.com', '--json']);
+    t.equal(r.code, 0, describe(r));
+    const user = parseJson<User>(r);
+    t.equal(user.disabled, true);
+    t.same(user.permissions, ['a', 'b']);
+  });
+
+  await t.test('delete --yes, after which show fails', async (t) => {
+    const r = await cli.run(['users', 'delete', 'alice@example.com', '--yes']);
+    t.equal(r.code, 0, describe(r));
+    t.equal(r.stdout.trim(), 'Deleted user alice@example.com');
+    const gone = await cli.run(['users', 'show', id]);
+    t.equal(gone.code, 1, describe(gone));
+    t.match(gone.stderr, new RegExp(`No user ${id}`));
+    t.equal(gone.stdout, '');
+  });
+});

@@ -1,0 +1,116 @@
+import t from 'tap';
+import { ConfigError, describeEnv, loadConfig } from '../../src/config.js';
+
+const cwd = '/srv/idp';
+
+t.test('defaults give a working development configuration', async (t) => {
+  const config = loadConfig({}, cwd);
+  t.equal(config.port, 3000);
+  t.equal(config.host, '0.0.0.0');
+  t.equal(config.baseUrl, 'http://localhost:3000');
+  t.equal(config.issuer, 'http://localhost:3000/api/auth');
+  t.equal(config.loginUrl, 'http://localhost:3000/login');
+  t.equal(config.adminUrl, 'http://localhost:3000/admin');
+  t.equal(config.dataDir, '/srv/idp/data');
+  t.equal(config.databaseUrl, undefined);
+  t.equal(config.adminApiToken, undefined);
+  t.equal(config.cookieSecure, false);
+  t.equal(config.cookieSameSite, 'lax');
+  t.equal(config.trustProxy, false);
+  t.same(config.ttl, {
+    accessToken: 3600,
+    idToken: 3600,
+    authorizationCode: 60,
+    refreshToken: 2592000,
+    refreshTokenAbsolute: 7776000,
+    resetToken: 1800,
+    consentRequest: 600,
+  });
+});
+
+t.test('BASE_URL follows PORT by default and decides the issuer and cookie security', async (t) => {
+  t.equal(loadConfig({ PORT: '8080' }, cwd).baseUrl, 'http://localhost:8080');
+  const https = loadConfig({ BASE_URL: 'https://id.example.com/', LOGIN_URL: 'https://login.example.com/' }, cwd);
+  t.equal(https.baseUrl, 'https://id.example.com', 'trailing slash removed');
+  t.equal(https.issuer, 'https://id.example.com/api/auth');
+  t.equal(https.loginUrl, 'https://login.example.com');
+  t.equal(https.cookieSecure, true);
+  t.equal(loadConfig({ BASE_URL: 'https://id.example.com/base' }, cwd).issuer, 'https://id.example.com/base/api/auth');
+  t.equal(loadConfig({ BASE_URL: 'https://x.example', COOKIE_SECURE: 'false' }, cwd).cookieSecure, false);
+});
+
+t.test('values are converted: numbers, booleans, case of enums, trust proxy forms', async (t) => {
+  const c = loadConfig({ ACCESS_TOKEN_TTL: '600', COOKIE_SECURE: 'yes', COOKIE_SAMESITE: 'Strict', LOG_LEVEL: 'DEBUG' }, cwd);
+  t.equal(c.ttl.accessToken, 600);
+  t.equal(c.cookieSecure, true);
+  t.equal(c.cookieSameSite, 'strict');
+  t.equal(c.logLevel, 'debug');
+  t.equal(loadConfig({ TRUST_PROXY: 'true' }, cwd).trustProxy, true);
+  t.equal(loadConfig({ TRUST_PROXY: '2' }, cwd).trustProxy, 2);
+  t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }, cwd).trustProxy, ['10.0.0.0/8', '127.0.0.1']);
+});
+
+t.test('empty strings count as unset', async (t) => {
+  const c = loadConfig({ PORT: '', DATABASE_URL: '', ADMIN_API_TOKEN: '' }, cwd);
+  t.equal(c.port, 3000);
+  t.equal(c.databaseUrl, undefined);
+  t.equal(c.adminApiToken, undefined);
+});
+
+t.test('every bad value is reported at once, with name, expectation and what was given', async (t) => {
+  const error = t.throws(() =>
+    loadConfig(
+      {
+        PORT: 'abc',
+        LOG_LEVEL: 'loud',
+        ACCESS_TOKEN_TTL: '-5',
+        BASE_URL: 'ftp://x',
+        COOKIE_SECURE: 'maybe',
+        TRUST_PROXY: 'not a proxy',
+        DATABASE_URL: 'mysql://root@x/db',
+      },
+      cwd,
+    ),
+  ) as ConfigError;
+  t.ok(error instanceof ConfigError);
+  const names = error.problems.map((p) => p.name).sort();
+  t.same(names, ['ACCESS_TOKEN_TTL', 'BASE_URL', 'COOKIE_SECURE', 'DATABASE_URL', 'LOG_LEVEL', 'PORT', 'TRUST_PROXY']);
+  t.match(error.message, /Invalid configuration \(7 problems\)/);
+  t.match(error.message, /PORT: expected a port number 0-65535; got "abc"/);
+  t.match(error.message, /LOG_LEVEL: expected fatal, error, warn, info, debug, trace or silent; got "loud"/);
+});
+
+t.test('secrets are never echoed in configuration errors', async (t) => {
+  const error = t.throws(() =>
+    loadConfig({ SECRET_KEY: 'too-short-secret', ADMIN_API_TOKEN: 'short-admin', DATABASE_URL: 'mysql://u:hunter2@h/db' }, cwd),
+  ) as ConfigError;
+  t.equal(error.problems.length, 3);
+  t.notMatch(error.message, /too-short-secret|short-admin|hunter2/);
+  t.match(error.message, /SECRET_KEY: expected at least 32 characters.*got "<16 characters, hidden>"/);
+});
+
+t.test('production requires SECRET_KEY and BASE_URL', async (t) => {
+  const error = t.throws(() => loadConfig({ NODE_ENV: 'production' }, cwd)) as ConfigError;
+  t.same(error.problems.map((p) => p.name).sort(), ['BASE_URL', 'SECRET_KEY']);
+  const ok = loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' }, cwd);
+  t.equal(ok.env, 'production');
+});
+
+t.test('cross-field rules: SameSite=None needs Secure; absolute refresh lifetime >= sliding', async (t) => {
+  const e1 = t.throws(() => loadConfig({ COOKIE_SAMESITE: 'none' }, cwd)) as ConfigError;
+  t.same(e1.problems.map((p) => p.name), ['COOKIE_SAMESITE']);
+  t.ok(loadConfig({ COOKIE_SAMESITE: 'none', COOKIE_SECURE: 'true' }, cwd));
+  const e2 = t.throws(() => loadConfig({ REFRESH_TOKEN_TTL: '1000', REFRESH_TOKEN_ABSOLUTE_TTL: '10' }, cwd)) as ConfigError;
+  t.same(e2.problems.map((p) => p.name), ['REFRESH_TOKEN_ABSOLUTE_TTL']);
+});
+
+t.test('describeEnv lists every variable with a description', async (t) => {
+  const vars = describeEnv();
+  for (const name of ['PORT', 'HOST', 'BASE_URL', 'LOGIN_URL', 'ADMIN_URL', 'DATABASE_URL', 'DATA_DIR', 'SECRET_KEY',
+    'ADMIN_API_TOKEN', 'SMTP_URL', 'MAIL_FROM', 'COOKIE_SECURE', 'COOKIE_SAMESITE', 'TRUST_PROXY',
+    'STATIC_APPLICATIONS_FILE', 'LOG_LEVEL', 'ACCESS_TOKEN_TTL', 'ID_TOKEN_TTL', 'AUTHORIZATION_CODE_TTL',
+    'REFRESH_TOKEN_TTL', 'REFRESH_TOKEN_ABSOLUTE_TTL', 'RESET_TOKEN_TTL', 'CONSENT_REQUEST_TTL']) {
+    const v = vars.find((x) => x.name === name);
+    t.ok(v && v.description.length > 0, `${name} is described`);
+  }
+});
