@@ -44,10 +44,136 @@ export interface AuditEventsTable {
   created_at: Timestamp;
 }
 
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  state: 'next' | 'current' | 'retired';
+  public_jwk: Json<Record<string, unknown>>;
+  private_jwk: string;
+  created_at: Timestamp;
+  activated_at: Date | null;
+  retired_at: Date | null;
+}
+
+export interface SessionsTable {
+  id: string;
+  token_hash: string;
+  user_id: string;
+  auth_time: Date;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  expires_at: Date;
+  revoked_at: Date | null;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+export interface AuthorizationRequestParams {
+  client_id: string;
+  redirect_uri: string;
+  scope: string[];
+  state?: string;
+  nonce?: string;
+  code_challenge: string;
+  prompt: string[];
+  max_age?: number;
+  login_hint?: string;
+}
+
+export interface AuthorizationRequestsTable {
+  id: string;
+  client_id: string;
+  params: Json<AuthorizationRequestParams>;
+  created_at: Timestamp;
+  expires_at: Date;
+  login_completed_at: Date | null;
+  consent_given_at: Date | null;
+  completed_at: Date | null;
+}
+
+export interface ConsentsTable {
+  user_id: string;
+  client_id: string;
+  scopes: Json<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface GrantsTable {
+  id: string;
+  user_id: string;
+  client_id: string;
+  scope: string;
+  session_id: string | null;
+  created_at: Timestamp;
+  revoked_at: Date | null;
+}
+
+export interface AuthorizationCodesTable {
+  code_hash: string;
+  grant_id: string;
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  nonce: string | null;
+  scope: string;
+  auth_time: Date;
+  session_id: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  consumed_at: Date | null;
+}
+
+export interface AccessTokensTable {
+  token_hash: string;
+  grant_id: string;
+  client_id: string;
+  user_id: string;
+  scope: string;
+  session_id: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface RefreshTokensTable {
+  token_hash: string;
+  grant_id: string;
+  client_id: string;
+  user_id: string;
+  scope: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  absolute_expires_at: Date;
+  used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface EmailVerificationTokensTable {
+  token_hash: string;
+  user_id: string;
+  request_id: string | null;
+  client_id: string | null;
+  redirect_uri: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
 export interface Database {
   users: UsersTable;
   applications: ApplicationsTable;
   audit_events: AuditEventsTable;
+  signing_keys: SigningKeysTable;
+  sessions: SessionsTable;
+  authorization_requests: AuthorizationRequestsTable;
+  consents: ConsentsTable;
+  grants: GrantsTable;
+  authorization_codes: AuthorizationCodesTable;
+  access_tokens: AccessTokensTable;
+  refresh_tokens: RefreshTokensTable;
+  email_verification_tokens: EmailVerificationTokensTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
+import cookie from '@fastify/cookie';
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
@@ -16,6 +17,14 @@ import dbPlugin from '../plugins/infra/db.js';
 import servicesPlugin from '../plugins/infra/services.js';
 import healthPlugin from '../plugins/health.js';
 import adminPlugin from '../plugins/admin/index.js';
+import oidcServices from '../plugins/infra/oidc-services.js';
+import discoveryPlugin from '../plugins/oidc/discovery.js';
+import jwksPlugin from '../plugins/oidc/jwks.js';
+import authorizePlugin from '../plugins/oidc/authorize.js';
+import tokenPlugin from '../plugins/oidc/token.js';
+import userinfoPlugin from '../plugins/oidc/userinfo.js';
+import loginPages from '../plugins/login/pages.js';
+import loginApi from '../plugins/login/api.js';
 
 export interface BuildOptions {
   /** An open, migrated database (tests and the CLI); otherwise the app opens the configured one. */
@@ -85,7 +94,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
   await app.register(dbPlugin, { config, database: options.database });
   await app.register(servicesPlugin, { staticApplications });
+  await app.register(cookie);
+  await app.register(oidcServices, { config });
   await app.register(healthPlugin);
+
+  // The OpenID Provider, under the issuer path.
+  const loginPath = new URL(config.loginUrl).pathname.replace(/\/$/, '') || '/login';
+  const issuerPath = new URL(config.issuer).pathname;
+  await app.register(discoveryPlugin, { prefix: issuerPath, config });
+  await app.register(jwksPlugin, { prefix: issuerPath });
+  await app.register(authorizePlugin, { prefix: issuerPath, config, loginPath });
+  await app.register(tokenPlugin, { prefix: issuerPath });
+  await app.register(userinfoPlugin, { prefix: issuerPath });
+  await app.register(loginApi, { prefix: issuerPath, config });
+  // The hosted login pages (the spec's "Main web").
+  await app.register(loginPages, { prefix: loginPath, config, loginPath });
   if (config.adminApiToken) {
     await app.register(adminPlugin, { prefix: '/api/admin', adminApiToken: config.adminApiToken });
   }

@@ -63,6 +63,9 @@ export const EnvSchema = Type.Object({
   REFRESH_TOKEN_ABSOLUTE_TTL: Seconds(90 * 24 * 3600, 'refresh token absolute lifetime in seconds'),
   RESET_TOKEN_TTL: Seconds(1800, 'password reset token lifetime in seconds'),
   CONSENT_REQUEST_TTL: Seconds(600, 'pending authorization request lifetime in seconds'),
+  SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
+  SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
+  EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
 });
 
 export type Env = Static<typeof EnvSchema>;
@@ -99,6 +102,9 @@ export interface Config {
     refreshTokenAbsolute: number;
     resetToken: number;
     consentRequest: number;
+    session: number;
+    sessionIdle: number;
+    emailVerification: number;
   };
 }
 
@@ -256,6 +262,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       refreshTokenAbsolute: parsed.REFRESH_TOKEN_ABSOLUTE_TTL,
       resetToken: parsed.RESET_TOKEN_TTL,
       consentRequest: parsed.CONSENT_REQUEST_TTL,
+      session: parsed.SESSION_TTL,
+      sessionIdle: parsed.SESSION_IDLE_TTL,
+      emailVerification: parsed.EMAIL_VERIFICATION_TTL,
     },
   };
 }

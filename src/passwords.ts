@@ -15,3 +15,19 @@ export async function verifyPassword(hashed: string, password: string): Promise<
     return false;
   }
 }
+
+/** True when a stored hash was made with other parameters than today's (rehash it on sign-in). */
+export function needsRehash(hashed: string): boolean {
+  const m = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/.exec(hashed);
+  if (!m) return true;
+  const [, memory, time, parallelism] = m.map(Number);
+  return memory !== PASSWORD_HASH_OPTIONS.memoryCost || time !== PASSWORD_HASH_OPTIONS.timeCost || parallelism !== PASSWORD_HASH_OPTIONS.parallelism;
+}
+
+let dummyHash: Promise<string> | undefined;
+/** Unknown e-mails pay the same hash cost as known ones (no account enumeration by timing). */
+export async function verifyAgainstDummy(password: string): Promise<false> {
+  dummyHash ??= hashPassword('dummy password that never matches');
+  await verifyPassword(await dummyHash, password);
+  return false;
+}

@@ -2,9 +2,11 @@
 // code runs from TypeScript sources and from dist/. Names sort in the order they apply.
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001-initial.js';
+import * as m0002 from './0002-oidc.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
+  '0002-oidc': m0002,
 };
 
 export const migrationProvider: MigrationProvider = {

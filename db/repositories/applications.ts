@@ -1,6 +1,7 @@
 // SQL for the applications table. Every function takes the executor to run on: the database or a transaction.
 import { sql } from 'kysely';
 import type { Db } from '../create-db.js';
+import { likePattern } from './users.js';
 import type { ApplicationRow, ApplicationUpdate, NewApplicationRow } from '../tables.js';
 
 export type { ApplicationRow };
@@ -22,12 +23,13 @@ export async function listApplicationRows(
   db: Db,
   options: { q?: string | undefined; after?: string | undefined; limit: number },
 ): Promise<ApplicationRow[]> {
-  let query = db.selectFrom('applications').selectAll().orderBy('client_id').limit(options.limit);
-  if (options.after !== undefined) query = query.where('client_id', '>', options.after);
+  // Byte order ("C"), the order the service merges static applications in (client ids are ASCII).
+  let query = db.selectFrom('applications').selectAll().orderBy(sql`client_id collate "C"`).limit(options.limit);
+  if (options.after !== undefined) query = query.where(sql`client_id collate "C"`, '>', sql`${options.after} collate "C"`);
   if (options.q) {
-    const pattern = `%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = likePattern(options.q);
     query = query.where((eb) =>
-      eb.or([eb(sql`lower(name)`, 'like', pattern), eb(sql`lower(client_id)`, 'like', pattern)]),
+      eb.or([eb(sql`lower(name)`, 'like', sql`lower(${pattern})`), eb(sql`lower(client_id)`, 'like', sql`lower(${pattern})`)]),
     );
   }
   return query.execute();

@@ -5,6 +5,11 @@ import type { NewUserRow, UserRow, UserUpdate } from '../tables.js';
 
 export type { UserRow };
 
+/** A LIKE pattern matching `text` anywhere, with the wildcards in it escaped. */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
 export async function insertUser(db: Db, row: NewUserRow): Promise<UserRow> {
   return db.insertInto('users').values(row).returningAll().executeTakeFirstOrThrow();
 }
@@ -17,7 +22,8 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
   return db
     .selectFrom('users')
     .selectAll()
-    .where(sql`lower(email)`, '=', email.toLowerCase())
+    // lower() on both sides: JavaScript and PostgreSQL case mappings differ (final sigma, dotted I).
+    .where(sql`lower(email)`, '=', sql`lower(${email})`)
     .executeTakeFirst();
 }
 
@@ -25,14 +31,16 @@ export async function listUserRows(
   db: Db,
   options: { q?: string | undefined; after?: string | undefined; limit: number },
 ): Promise<UserRow[]> {
-  let query = db.selectFrom('users').selectAll().orderBy(sql`lower(email)`).limit(options.limit);
-  if (options.after !== undefined) query = query.where(sql`lower(email)`, '>', options.after.toLowerCase());
+  // Byte order ("C") for a stable order whatever the database's collation; the cursor is the last
+  // e-mail as stored, compared with the same expression. Ties on lower(email) cannot happen (unique).
+  let query = db.selectFrom('users').selectAll().orderBy(sql`lower(email) collate "C"`).limit(options.limit);
+  if (options.after !== undefined) query = query.where(sql`lower(email) collate "C"`, '>', sql`lower(${options.after}) collate "C"`);
   if (options.q) {
-    const pattern = `%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = likePattern(options.q);
     query = query.where((eb) =>
       eb.or([
-        eb(sql`lower(email)`, 'like', pattern),
-        eb(sql`lower(coalesce(name, ''))`, 'like', pattern),
+        eb(sql`lower(email)`, 'like', sql`lower(${pattern})`),
+        eb(sql`lower(coalesce(name, ''))`, 'like', sql`lower(${pattern})`),
         eb('id', '=', options.q!),
       ]),
     );

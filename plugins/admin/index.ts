@@ -23,7 +23,12 @@ export interface AdminPluginOptions {
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
 
 const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, options) => {
-  app.addHook('onRequest', createAdminAuthHook(options.adminApiToken));
+  const adminAuth = createAdminAuthHook(options.adminApiToken);
+  app.addHook('onRequest', adminAuth);
+  // Unknown admin paths authenticate first, so an anonymous caller cannot map the routes.
+  app.setNotFoundHandler({ preHandler: adminAuth }, async (request, reply) =>
+    reply.code(404).header('cache-control', 'no-store').send({ error: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}` }),
+  );
   app.addHook('onSend', async (_request, reply) => {
     reply.header('cache-control', 'no-store');
   });
@@ -41,7 +46,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     { schema: { body: ApplicationCreateSchema, response: { 201: ApplicationSchema, ...errors } } },
     async (request, reply) => {
       const created = await applications.create(request.body, context(request));
-      reply.code(201).header('location', `${request.url.replace(/\/$/, '')}/${encodeURIComponent(created.clientId)}`);
+      reply.code(201).header('location', `/api/admin/applications/${encodeURIComponent(created.clientId)}`);
       return created;
     },
   );
@@ -82,7 +87,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     { schema: { body: UserCreateSchema, response: { 201: UserSchema, ...errors } } },
     async (request, reply) => {
       const created = await users.create(request.body, context(request));
-      reply.code(201).header('location', `${request.url.replace(/\/$/, '')}/${created.id}`);
+      reply.code(201).header('location', `/api/admin/users/${created.id}`);
       return created;
     },
   );

@@ -77,7 +77,7 @@ export function createUserService(deps: UserServiceDeps) {
     const rows = await repo.listUserRows(db, { q: options.q, after, limit: limit + 1 });
     const items = rows.slice(0, limit).map(toUser);
     return rows.length > limit
-      ? { items, nextCursor: Buffer.from(items[items.length - 1]!.email.toLowerCase(), 'utf8').toString('base64url') }
+      ? { items, nextCursor: Buffer.from(items[items.length - 1]!.email, 'utf8').toString('base64url') }
       : { items };
   }
 

@@ -1,9 +1,12 @@
-// `idp apps`: one application through its whole life, in one DATA_DIR (or PostgreSQL database).
+// `idp apps`: one application through its whole life, in one DATA_DIR (or PostgreSQL schema).
 import t from 'tap';
-import { cliContext, describe, parseJson } from './run-cli.js';
+import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
 import type { Application } from '../../schemas/admin.js';
 
-t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 170_000 }, async (t) => {
+// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+t.setTimeout(300_000);
+
+t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 280_000 }, async (t) => {
   const cli = await cliContext(t);
   const redirectUris = ['https://app.example.com/callback', 'http://localhost:5173/callback'];
   let clientId = '';
@@ -19,7 +22,7 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
       '--scope', 'email',
       '--json',
     ]);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const app = parseJson<Application>(r);
     clientId = app.clientId;
     t.match(app.clientId, /^[A-Za-z0-9_-]{32}$/, 'a generated 192-bit base64url client id');
@@ -37,7 +40,7 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
 
   await t.test('create with an invalid redirect URI: exit 1, the field named, nothing created', async (t) => {
     const r = await cli.run(['apps', 'create', '--name', 'Bad App', '--redirect-uri', 'http://evil.example.com/cb', '--json']);
-    t.equal(r.code, 1, describe(r));
+    exits(t, r, 1);
     t.match(r.stderr, /redirectUris\.0/);
     t.match(r.stderr, /http is allowed only for loopback hosts/);
     t.equal(r.stdout, '');
@@ -45,14 +48,14 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
 
   await t.test('delete without --yes: exit 2, asks for --yes', async (t) => {
     const r = await cli.run(['apps', 'delete', clientId]);
-    t.equal(r.code, 2, describe(r));
+    exits(t, r, 2);
     t.match(r.stderr, /cannot be undone: add --yes/);
     t.equal(r.stdout, '');
   });
 
   await t.test('list: a table with the client id', async (t) => {
     const r = await cli.run(['apps', 'list']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const lines = r.stdout.trimEnd().split('\n');
     t.match(lines[0], /^CLIENT ID\s+NAME\s+ENABLED\s+SOURCE\s+REDIRECT URIS$/);
     t.equal(lines.length, 2, 'one application: the invalid one was not created, the undeleted one is still there');
@@ -61,7 +64,7 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
 
   await t.test('list --json: the page has the item', async (t) => {
     const r = await cli.run(['apps', 'list', '--json']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const page = parseJson<{ items: Application[]; nextCursor?: string }>(r);
     t.equal(page.items.length, 1);
     t.equal(page.items[0]?.clientId, clientId);
@@ -70,7 +73,7 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
 
   await t.test('show: the details as text', async (t) => {
     const r = await cli.run(['apps', 'show', clientId]);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     t.match(r.stdout, new RegExp(`^Client ID:\\s+${clientId}$`, 'm'));
     t.match(r.stdout, /^Name:\s+CLI Test App$/m);
     t.match(r.stdout, /^Enabled:\s+yes$/m);
@@ -80,7 +83,7 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
 
   await t.test('update --name changes only the name', async (t) => {
     const r = await cli.run(['apps', 'update', clientId, '--name', 'Renamed App', '--json']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const app = parseJson<Application>(r);
     t.equal(app.clientId, clientId);
     t.equal(app.clientName, 'Renamed App');
@@ -91,20 +94,20 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 1
 
   await t.test('disable, then enable', async (t) => {
     const off = await cli.run(['apps', 'disable', clientId, '--json']);
-    t.equal(off.code, 0, describe(off));
+    exits(t, off, 0);
     t.equal(parseJson<Application>(off).enabled, false);
     t.equal(parseJson<Application>(off).clientName, 'Renamed App');
     const on = await cli.run(['apps', 'enable', clientId, '--json']);
-    t.equal(on.code, 0, describe(on));
+    exits(t, on, 0);
     t.equal(parseJson<Application>(on).enabled, true);
   });
 
   await t.test('delete --yes, after which show fails with "No application"', async (t) => {
     const r = await cli.run(['apps', 'delete', clientId, '--yes']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     t.equal(r.stdout.trim(), `Deleted application ${clientId}`);
     const gone = await cli.run(['apps', 'show', clientId]);
-    t.equal(gone.code, 1, describe(gone));
+    exits(t, gone, 1);
     t.match(gone.stderr, new RegExp(`No application with client id ${clientId}`));
     t.equal(gone.stdout, '');
   });

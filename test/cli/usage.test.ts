@@ -3,7 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { BIN, cleanEnv, describe, runCli } from './run-cli.js';
+import { BIN, cleanEnv, exits, runCli } from './fixtures/run-cli.js';
+
+// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+t.setTimeout(240_000);
 
 // A DATA_DIR of the file's own, so a command that wrongly opened the database could not touch ./data.
 const dataDir = mkdtempSync(join(tmpdir(), 'idp-cli-usage-'));
@@ -11,11 +14,11 @@ t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
 const env = cleanEnv({ DATA_DIR: dataDir });
 const run = (args: string[]) => runCli(args, { env });
 
-const opts = { timeout: 120_000 };
+const opts = { timeout: 150_000 };
 
 t.test('idp --help prints the usage and exits 0', opts, async (t) => {
   const r = await run(['--help']);
-  t.equal(r.code, 0, describe(r));
+  exits(t, r, 0);
   t.match(r.stdout, /^Usage: idp <command> \[options\]$/m);
   for (const command of ['serve', 'migrate', 'apps', 'users', 'env']) t.match(r.stdout, new RegExp(`^  ${command}\\b`, 'm'));
   t.match(r.stdout, /Exit codes: 0 success, 1 the operation failed, 2 usage error/);
@@ -24,7 +27,7 @@ t.test('idp --help prints the usage and exits 0', opts, async (t) => {
 
 t.test('idp apps --help prints the apps usage and exits 0', opts, async (t) => {
   const r = await run(['apps', '--help']);
-  t.equal(r.code, 0, describe(r));
+  exits(t, r, 0);
   t.match(r.stdout, /^Usage: idp apps <create\|list\|show\|update\|enable\|disable\|delete>/m);
   t.match(r.stdout, /--redirect-uri URI/);
   t.match(r.stdout, /delete\s+<clientId> --yes/);
@@ -33,7 +36,7 @@ t.test('idp apps --help prints the apps usage and exits 0', opts, async (t) => {
 
 t.test('idp users --help prints the users usage and exits 0', opts, async (t) => {
   const r = await run(['users', '--help']);
-  t.equal(r.code, 0, describe(r));
+  exits(t, r, 0);
   t.match(r.stdout, /^Usage: idp users <create\|list\|show\|update\|enable\|disable\|delete>/m);
   t.match(r.stdout, /--password-stdin/);
   t.match(r.stdout, /--permission P/);
@@ -42,7 +45,7 @@ t.test('idp users --help prints the users usage and exits 0', opts, async (t) =>
 
 t.test('idp migrate --help prints the migrate usage and exits 0', opts, async (t) => {
   const r = await run(['migrate', '--help']);
-  t.equal(r.code, 0, describe(r));
+  exits(t, r, 0);
   t.match(r.stdout, /^Usage: idp migrate \[--status\] \[--json\]/m);
   t.match(r.stdout, /--status/);
   t.equal(r.stderr, '');
@@ -50,20 +53,20 @@ t.test('idp migrate --help prints the migrate usage and exits 0', opts, async (t
 
 t.test('bin/idp.js (the installed launcher) runs the CLI', opts, async (t) => {
   const r = await runCli(['--help'], { env, entry: BIN });
-  t.equal(r.code, 0, describe(r));
+  exits(t, r, 0);
   t.match(r.stdout, /^Usage: idp <command> \[options\]$/m);
 });
 
 t.test('no command: usage, exit 2', opts, async (t) => {
   const r = await run([]);
-  t.equal(r.code, 2, describe(r));
+  exits(t, r, 2);
   // The usage text is shown (the CLI prints it on stdout; stderr would be the more usual stream).
   t.match(`${r.stdout}${r.stderr}`, /Usage: idp <command>/);
 });
 
 t.test('an unknown command: exit 2 and a message on stderr', opts, async (t) => {
   const r = await run(['frobnicate']);
-  t.equal(r.code, 2, describe(r));
+  exits(t, r, 2);
   t.match(r.stderr, /unknown command "frobnicate"/);
   t.match(r.stderr, /idp --help/);
   t.equal(r.stdout, '');
@@ -71,7 +74,7 @@ t.test('an unknown command: exit 2 and a message on stderr', opts, async (t) => 
 
 t.test('an unknown option: exit 2 and a message on stderr, before any database is opened', opts, async (t) => {
   const r = await run(['apps', 'list', '--bogus']);
-  t.equal(r.code, 2, describe(r));
+  exits(t, r, 2);
   t.match(r.stderr, /unknown option '--bogus'/i);
   t.notMatch(r.stderr, /TypeError|ERR_PARSE_ARGS|\n\s+at /, 'no stack trace or error class');
   t.equal(r.stdout, '');
@@ -86,7 +89,7 @@ t.test('configuration errors: exit 1, every problem listed by variable name, no 
   const r = await runCli(['migrate'], {
     env: { ...env, PORT: 'abc', LOG_LEVEL: 'loud', NODE_ENV: 'production', ...secrets },
   });
-  t.equal(r.code, 1, describe(r));
+  exits(t, r, 1);
   t.equal(r.stdout, '');
   t.match(r.stderr, /Invalid configuration \(6 problems\)/);
   t.match(r.stderr, /^ {2}- PORT: expected a port number 0-65535; got "abc"$/m);

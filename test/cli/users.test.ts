@@ -1,11 +1,14 @@
-// `idp users`: one user through its whole life, in one DATA_DIR (or PostgreSQL database).
+// `idp users`: one user through its whole life, in one DATA_DIR (or PostgreSQL schema).
 import t from 'tap';
-import { cliContext, describe, parseJson } from './run-cli.js';
+import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
 import type { User } from '../../schemas/admin.js';
+
+// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+t.setTimeout(300_000);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-t.test('users: create, reject a duplicate, show, update, disable, delete', { timeout: 170_000 }, async (t) => {
+t.test('users: create, reject a duplicate, show, update, disable, delete', { timeout: 280_000 }, async (t) => {
   const cli = await cliContext(t);
   const password = 'correct-Horse-battery-staple-42';
   let id = '';
@@ -14,7 +17,7 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
     const r = await cli.run(['users', 'create', '--email', 'Alice@Example.com', '--name', 'Alice Example', '--password-stdin', '--json'], {
       input: `${password}\n`,
     });
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const user = parseJson<User>(r);
     id = user.id;
     t.match(user.id, UUID);
@@ -37,14 +40,14 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
 
   await t.test('create with the same e-mail address in another case: exit 1', async (t) => {
     const r = await cli.run(['users', 'create', '--email', 'alice@example.COM', '--json']);
-    t.equal(r.code, 1, describe(r));
+    exits(t, r, 1);
     t.match(r.stderr, /already exists/);
     t.equal(r.stdout, '');
   });
 
   await t.test('show by e-mail address (any case)', async (t) => {
     const r = await cli.run(['users', 'show', 'ALICE@example.com']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     t.match(r.stdout, new RegExp(`^ID:\\s+${id}$`, 'm'));
     t.match(r.stdout, /^E-mail:\s+Alice@Example\.com \(not verified\)$/m);
     t.match(r.stdout, /^Password set:\s+yes$/m);
@@ -54,7 +57,7 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
 
   await t.test('update --verified --permission a --permission b (by id)', async (t) => {
     const r = await cli.run(['users', 'update', id, '--verified', '--permission', 'a', '--permission', 'b', '--json']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const user = parseJson<User>(r);
     t.equal(user.id, id);
     t.equal(user.emailVerified, true);
@@ -65,7 +68,7 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
 
   await t.test('disable', async (t) => {
     const r = await cli.run(['users', 'disable', 'alice@example.com', '--json']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     const user = parseJson<User>(r);
     t.equal(user.disabled, true);
     t.same(user.permissions, ['a', 'b']);
@@ -73,10 +76,10 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
 
   await t.test('delete --yes, after which show fails', async (t) => {
     const r = await cli.run(['users', 'delete', 'alice@example.com', '--yes']);
-    t.equal(r.code, 0, describe(r));
+    exits(t, r, 0);
     t.equal(r.stdout.trim(), 'Deleted user alice@example.com');
     const gone = await cli.run(['users', 'show', id]);
-    t.equal(gone.code, 1, describe(gone));
+    exits(t, gone, 1);
     t.match(gone.stderr, new RegExp(`No user ${id}`));
     t.equal(gone.stdout, '');
   });

@@ -212,7 +212,7 @@ t.test('creating applications', async (t) => {
     t.same(fetched.json(), body);
   });
 
-  t.test('the Location of a created application is its URL even when the request had a query string', { todo: 'plugins/admin/index.ts builds Location from request.url, which keeps the query string' }, async (t) => {
+  t.test('the Location of a created application is its URL even when the request had a query string', async (t) => {
     const res = await admin({
       method: 'POST',
       url: `${BASE}?trace=1`,
@@ -440,10 +440,33 @@ t.test('invalid application input is 400 VALIDATION_ERROR naming the field', asy
     t.equal(await countRows('applications'), before);
   });
 
-  t.test('a body just under 16 KiB is accepted by the parser (and judged by the schema)', async (t) => {
-    const payload = { ...valid, clientDescription: 'x'.repeat(2000) };
+  t.test('a body just under 16 KiB is accepted', async (t) => {
+    const redirectUris = Array.from({ length: 7 }, (_, i) => `https://big.example.com/cb/${i}/${'x'.repeat(2000)}`);
+    const payload = { ...valid, redirectUris, clientDescription: 'd'.repeat(1500) };
+    const size = Buffer.byteLength(JSON.stringify(payload));
+    t.ok(size > 14 * 1024 && size < 16 * 1024, `the body is ${size} bytes`);
     const res = await admin({ method: 'POST', url: BASE, payload });
     t.equal(res.statusCode, 201);
+    t.same(res.json().redirectUris, redirectUris);
+    t.equal(res.json().clientDescription, payload.clientDescription);
+  });
+
+  t.test('a body of an unsupported media type is 415 UNSUPPORTED_MEDIA_TYPE', async (t) => {
+    const before = await countRows('applications');
+    const res = await admin({ method: 'POST', url: BASE, headers: { 'content-type': 'application/xml' }, payload: '<app/>' });
+    t.equal(res.statusCode, 415);
+    t.same(res.json(), { error: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported Media Type' });
+    t.equal(await countRows('applications'), before);
+  });
+
+  t.test('a text/plain body is not an object: 400', async (t) => {
+    const res = await admin({ method: 'POST', url: BASE, headers: { 'content-type': 'text/plain' }, payload: 'clientName=x' });
+    t.equal(res.statusCode, 400);
+    t.same(res.json(), {
+      error: 'VALIDATION_ERROR',
+      message: '(body): must be object',
+      details: [{ field: '(body)', message: 'must be object' }],
+    });
   });
 });
 
@@ -503,6 +526,37 @@ t.test('listing applications', async (t) => {
     t.same(nothing.json(), { items: [] });
   });
 
+  t.test('without limit a page holds 50 applications', async (t) => {
+    const prefix = uniqueId('deflimit');
+    for (let i = 0; i < 51; i++) await createApp({ clientId: `${prefix}-${String(i).padStart(2, '0')}` });
+    const res = await admin({ method: 'GET', url: `${BASE}?q=${prefix}` });
+    t.equal(res.statusCode, 200);
+    t.equal(res.json().items.length, 50);
+    t.equal(res.json().items[49].clientId, `${prefix}-49`);
+    const rest = await admin({ method: 'GET', url: `${BASE}?q=${prefix}&cursor=${res.json().nextCursor}` });
+    t.same(rest.json().items.map((a: { clientId: string }) => a.clientId), [`${prefix}-50`]);
+    t.notOk('nextCursor' in rest.json());
+  });
+
+  t.test('q matches accented names in any case', async (t) => {
+    const tag = uniqueId('umlaut');
+    const app1 = await createApp({ clientName: `Ärzte Portal ${tag}` });
+    t.same((await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(`ärzte portal ${tag}`)}` })).json(), { items: [app1] });
+    t.same((await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(`ÄRZTE PORTAL ${tag}`)}` })).json(), { items: [app1] });
+  });
+
+  t.test(
+    'q finds a name by its exact spelling, whatever letters it uses',
+    async (t) => {
+      const tag = uniqueId('greek');
+      for (const name of [`ΟΔΟΣ ${tag}`, `İstanbul ${tag}`]) {
+        const created = await createApp({ clientName: name });
+        const res = await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(name)}` });
+        t.same(res.json(), { items: [created] }, name);
+      }
+    },
+  );
+
   t.test('q treats % and _ literally', async (t) => {
     const tag = uniqueId('lit');
     const percent = await createApp({ clientName: `${tag} 100% done` });
@@ -536,6 +590,40 @@ t.test('listing applications', async (t) => {
     });
   });
 });
+
+// A PostgreSQL database created with a linguistic locale (the official Docker image uses en_US.utf8) orders
+// client ids differently from JavaScript's code-unit order, which the merge with static applications uses.
+async function findLinguisticCollation(): Promise<string | undefined> {
+  for (const name of ['en-US-x-icu', 'und-x-icu', 'en_US.utf8']) {
+    try {
+      // Some engines list a collation that still sorts bytewise: keep only one that puts 'a' before 'B'.
+      const { rows } = await sql<{ linguistic: boolean }>`select 'a' < ${sql.raw(`'B' collate "${name}"`)} as linguistic`.execute(database.db);
+      if (rows[0]?.linguistic) return name;
+    } catch {
+      // not installed here
+    }
+  }
+  return undefined;
+}
+const linguisticCollation = await findLinguisticCollation();
+
+t.test(
+  'paging walks every application once when the database collation is not byte order',
+  linguisticCollation ? {} : { skip: 'this database engine has no linguistic collation' },
+  async (t) => {
+    // A database of its own: the column's collation is changed for this test only.
+    const { app: other, database: otherDb } = await buildTestApp(t);
+    await sql.raw(`alter table applications alter column client_id type text collate "${linguisticCollation}"`).execute(otherDb.db);
+    const ids = ['coll-a1', 'coll-B2', 'coll-c3', 'coll-D4'];
+    for (const clientId of ids) {
+      const res = await other.inject({ method: 'POST', url: BASE, headers: adminHeaders, payload: { clientId, clientName: clientId, redirectUris: ['https://c.example.com/cb'] } });
+      t.equal(res.statusCode, 201);
+    }
+    const seen = (await walk(t, { q: 'coll-' }, 1, other)).map((a) => a.clientId);
+    t.same(new Set(seen), new Set(ids), 'every application is seen');
+    t.equal(seen.length, ids.length, 'once');
+  },
+);
 
 t.test('reading one application', async (t) => {
   t.test('GET returns it with no-store', async (t) => {

@@ -39,3 +39,13 @@ t.test('unknown routes get a JSON 404', async (t) => {
   t.equal(res.statusCode, 404);
   t.same(res.json(), { error: 'NOT_FOUND', message: 'No route GET /nope' });
 });
+
+t.test('unknown admin paths ask for the admin token before saying 404', async (t) => {
+  const { app } = await buildTestApp(t);
+  const anonymous = await app.inject({ method: 'GET', url: '/api/admin/secret-route' });
+  t.equal(anonymous.statusCode, 401);
+  t.equal(anonymous.json().error, 'UNAUTHORIZED');
+  const admin = await app.inject({ method: 'GET', url: '/api/admin/secret-route', headers: { authorization: 'Bearer test-admin-token-0123456789abcdefghijklmnop' } });
+  t.equal(admin.statusCode, 404);
+  t.same(admin.json(), { error: 'NOT_FOUND', message: 'No route GET /api/admin/secret-route' });
+});

@@ -25,6 +25,9 @@ t.test('defaults give a working development configuration', async (t) => {
     refreshTokenAbsolute: 7776000,
     resetToken: 1800,
     consentRequest: 600,
+    session: 604800,
+    sessionIdle: 86400,
+    emailVerification: 86400,
   });
 });
 

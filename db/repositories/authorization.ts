@@ -1,0 +1,127 @@
+// Pending authorization requests, consents, grants, codes and tokens.
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../create-db.js';
+import type {
+  AccessTokensTable,
+  AuthorizationCodesTable,
+  AuthorizationRequestParams,
+  AuthorizationRequestsTable,
+} from '../tables.js';
+
+export type AuthorizationRequestRow = Selectable<AuthorizationRequestsTable>;
+export type AuthorizationCodeRow = Selectable<AuthorizationCodesTable>;
+export type AccessTokenRow = Selectable<AccessTokensTable>;
+
+export async function insertAuthorizationRequest(
+  db: Db,
+  row: { id: string; client_id: string; params: AuthorizationRequestParams; expires_at: Date },
+): Promise<AuthorizationRequestRow> {
+  return db
+    .insertInto('authorization_requests')
+    .values({ ...row, params: JSON.stringify(row.params) })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** A request that is neither completed nor expired. */
+export async function findPendingAuthorizationRequest(db: Db, id: string): Promise<AuthorizationRequestRow | undefined> {
+  return db
+    .selectFrom('authorization_requests')
+    .selectAll()
+    .where('id', '=', id)
+    .where('completed_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+}
+
+export async function markAuthorizationRequest(
+  db: Db,
+  id: string,
+  field: 'login_completed_at' | 'consent_given_at' | 'completed_at',
+): Promise<boolean> {
+  const r = await db
+    .updateTable('authorization_requests')
+    .set({ [field]: sql`now()` })
+    .where('id', '=', id)
+    .where('completed_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function findConsent(db: Db, userId: string, clientId: string): Promise<string[] | undefined> {
+  const row = await db.selectFrom('consents').select('scopes').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+  return row?.scopes;
+}
+
+/** Remembers the union of what the user has consented to for this application. */
+export async function upsertConsent(db: Db, userId: string, clientId: string, scopes: string[]): Promise<void> {
+  const existing = (await findConsent(db, userId, clientId)) ?? [];
+  const merged = [...new Set([...existing, ...scopes])];
+  await db
+    .insertInto('consents')
+    .values({ user_id: userId, client_id: clientId, scopes: JSON.stringify(merged) })
+    .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes: JSON.stringify(merged), updated_at: sql`now()` }))
+    .execute();
+}
+
+export async function insertGrant(db: Db, row: { id: string; user_id: string; client_id: string; scope: string; session_id: string | null }) {
+  await db.insertInto('grants').values(row).execute();
+}
+
+export async function insertAuthorizationCode(
+  db: Db,
+  row: Omit<AuthorizationCodeRow, 'created_at' | 'consumed_at'>,
+): Promise<void> {
+  await db.insertInto('authorization_codes').values(row).execute();
+}
+
+/**
+ * Consumes a code in one statement: of two concurrent exchanges exactly one gets the row. A code that
+ * exists but was consumed before comes back with `replayed: true`.
+ */
+export async function consumeAuthorizationCode(
+  db: Db,
+  codeHash: string,
+): Promise<{ code: AuthorizationCodeRow; replayed: false } | { code: AuthorizationCodeRow; replayed: true } | undefined> {
+  const consumed = await db
+    .updateTable('authorization_codes')
+    .set({ consumed_at: sql`now()` })
+    .where('code_hash', '=', codeHash)
+    .where('consumed_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+  if (consumed) return { code: consumed, replayed: false };
+  const existing = await db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash).executeTakeFirst();
+  return existing ? { code: existing, replayed: true } : undefined;
+}
+
+/** RFC 6749 §4.1.2: a replayed code revokes every token issued from its grant. */
+export async function revokeGrant(db: Db, grantId: string): Promise<void> {
+  await db.updateTable('grants').set({ revoked_at: sql`now()` }).where('id', '=', grantId).where('revoked_at', 'is', null).execute();
+  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
+  await db.updateTable('refresh_tokens').set({ revoked_at: sql`now()` }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
+}
+
+export async function insertAccessToken(db: Db, row: Omit<AccessTokenRow, 'created_at' | 'revoked_at'>): Promise<void> {
+  await db.insertInto('access_tokens').values(row).execute();
+}
+
+export async function insertRefreshToken(
+  db: Db,
+  row: { token_hash: string; grant_id: string; client_id: string; user_id: string; scope: string; expires_at: Date; absolute_expires_at: Date },
+): Promise<void> {
+  await db.insertInto('refresh_tokens').values(row).execute();
+}
+
+/** An access token that is live: known, not expired, not revoked, its grant not revoked. */
+export async function findLiveAccessToken(db: Db, tokenHash: string): Promise<AccessTokenRow | undefined> {
+  return db
+    .selectFrom('access_tokens')
+    .innerJoin('grants', 'grants.id', 'access_tokens.grant_id')
+    .selectAll('access_tokens')
+    .where('access_tokens.token_hash', '=', tokenHash)
+    .where('access_tokens.revoked_at', 'is', null)
+    .where('grants.revoked_at', 'is', null)
+    .where('access_tokens.expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+}

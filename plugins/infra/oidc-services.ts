@@ -1,0 +1,62 @@
+// The services of the sign-in flow: keys, sessions, accounts, authorization, mail. Signing keys are
+// ensured at start (generated on the first start of a new database).
+import fp from 'fastify-plugin';
+import '@fastify/cookie';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../../src/config.js';
+import { KeyStore } from '../../src/services/key-store.js';
+import { createSessionService, type SessionContext, type SessionService } from '../../src/services/sessions.js';
+import { createAccountService, type AccountService } from '../../src/services/accounts.js';
+import { createAuthorizationService, type AuthorizationService } from '../../src/services/authorization.js';
+import { createMailer, type Mailer } from '../../src/mail/mailer.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    keys: KeyStore;
+    sessions: SessionService;
+    accounts: AccountService;
+    authorization: AuthorizationService;
+    mailer: Mailer;
+    /** The session of the hosted-login cookie, if any (resolved once per request). */
+    currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
+    sessionCookieName: string;
+  }
+}
+
+export interface OidcServicesOptions {
+  config: Config;
+  mailer?: Mailer;
+}
+
+export default fp(
+  async function oidcServices(app: FastifyInstance, { config, mailer: givenMailer }: OidcServicesOptions) {
+    if (!config.secretKey) throw new Error('SECRET_KEY is not resolved (call resolveSecretKey before buildApp)');
+    const keys = new KeyStore(app.db, config.secretKey, {
+      onGenerated: (kid) => app.log.info({ kid }, 'generated the first signing key'),
+    });
+    await keys.init();
+    const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log });
+    const sessions = createSessionService({ db: app.db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
+    const accounts = createAccountService({ db: app.db, config, sessions, mailer });
+    const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications, keys });
+    const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
+    const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
+
+    app.decorate('keys', keys);
+    app.decorate('mailer', mailer);
+    app.decorate('sessions', sessions);
+    app.decorate('accounts', accounts);
+    app.decorate('authorization', authorization);
+    app.decorate('sessionCookieName', cookieName);
+    app.decorate('currentSession', (request: FastifyRequest) => {
+      let p = resolved.get(request);
+      if (!p) {
+        p = sessions.resolve(request.cookies?.[cookieName]);
+        resolved.set(request, p);
+      }
+      return p;
+    });
+    app.addHook('onClose', async () => mailer.close());
+  },
+  { name: 'oidc-services', dependencies: ['db', 'services'] },
+);

@@ -1,0 +1,115 @@
+// First-party JSON endpoints behind the hosted pages, for another UI built on them. They use the same
+// session cookie; they accept only application/json (which a cross-site form cannot send) and, when
+// an Origin header is present, only the login or API origin.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import type { Config } from '../../src/config.js';
+import { AppError } from '../../src/errors.js';
+import { originOf } from '../../src/oauth/redirect-uri.js';
+import { SCOPES } from '../../src/oauth/scopes.js';
+import { decisionLocation } from '../oidc/authorize.js';
+import { ErrorSchema } from '../../schemas/common.js';
+
+const RequestId = Type.String({ minLength: 1, maxLength: 128 });
+const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
+
+const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
+  const trusted = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
+  const cookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
+  const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+  const continueUrl = (id: string) => `${config.issuer}/oauth2/authorize/continue?request=${encodeURIComponent(id)}`;
+
+  app.addHook('onRequest', async (request) => {
+    if (request.method !== 'POST') return;
+    const origin = request.headers.origin;
+    if (origin !== undefined && !trusted.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'This endpoint is first-party only');
+    if (!String(request.headers['content-type'] ?? '').startsWith('application/json') && request.url !== '/sign-out') {
+      throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send application/json');
+    }
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
+
+  const setSession = (reply: FastifyReply, token: string) => reply.setCookie(app.sessionCookieName, token, { ...cookie, maxAge: config.ttl.session });
+
+  app.get(
+    '/authorization-requests/:id',
+    { schema: { params: Type.Object({ id: RequestId }), response: { 200: Type.Object({
+      clientId: Type.String(), clientName: Type.String(), clientLogoUrl: Type.Optional(Type.String()), loginHint: Type.Optional(Type.String()),
+      prompt: Type.Array(Type.String()),
+      scopes: Type.Array(Type.Object({ name: Type.String(), label: Type.String(), consentDescription: Type.String() })),
+    }), ...errors } } },
+    async (request) => {
+      const found = await app.authorization.pendingRequest(request.params.id);
+      if (!found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
+      const { app: client, request: row } = found;
+      return {
+        clientId: client.clientId,
+        clientName: client.clientName,
+        ...(client.clientLogoUrl && { clientLogoUrl: client.clientLogoUrl }),
+        ...(row.params.login_hint && { loginHint: row.params.login_hint }),
+        prompt: row.params.prompt,
+        scopes: SCOPES.filter((s) => row.params.scope.includes(s.name)).map(({ name, label, consentDescription }) => ({ name, label, consentDescription })),
+      };
+    },
+  );
+
+  app.post(
+    '/sign-in',
+    { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
+    async (request, reply) => {
+      const { sessionToken } = await app.accounts.signIn(request.body, meta(request));
+      setSession(reply, sessionToken);
+      if (request.body.request) await app.authorization.markLoginCompleted(request.body.request);
+      return { status: true as const, ...(request.body.request && { redirectTo: continueUrl(request.body.request) }) };
+    },
+  );
+
+  app.post(
+    '/sign-up',
+    { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), name: Type.Optional(Type.String({ maxLength: 200 })), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 201: Redirect, ...errors } } },
+    async (request, reply) => {
+      const requestId = request.body.request;
+      const found = requestId ? await app.authorization.pendingRequest(requestId) : undefined;
+      if (requestId && !found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
+      const { sessionToken } = await app.accounts.signUp(request.body, meta(request), found ? { requestId: requestId!, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
+      setSession(reply, sessionToken);
+      if (requestId) await app.authorization.markLoginCompleted(requestId);
+      return reply.code(201).send({ status: true as const, ...(requestId && { redirectTo: continueUrl(requestId) }) });
+    },
+  );
+
+  app.post('/sign-out', { schema: { response: { 204: Type.Null(), ...errors } } }, async (request, reply) => {
+    const token = request.cookies[app.sessionCookieName];
+    if (token) await app.sessions.revoke(token, { ip: request.ip });
+    reply.clearCookie(app.sessionCookieName, cookie);
+    return reply.code(204).send(null);
+  });
+
+  app.post(
+    '/verify-email',
+    { schema: { body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
+    async (request) => {
+      const result = await app.accounts.verifyEmail(request.body.token);
+      if (!result) throw new AppError(400, 'INVALID_TOKEN', 'The verification link is invalid, expired or was used already');
+      const pendingRequest = result.requestId ? await app.authorization.pendingRequest(result.requestId) : undefined;
+      return { status: true as const, ...(pendingRequest && { redirectTo: continueUrl(result.requestId!) }) };
+    },
+  );
+
+  app.post(
+    '/consent',
+    { schema: { body: Type.Object({ request: RequestId, decision: Type.Union([Type.Literal('allow'), Type.Literal('deny')]) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
+    async (request) => {
+      const ctx = await app.currentSession(request);
+      if (!ctx) throw new AppError(401, 'UNAUTHENTICATED', 'Sign in first');
+      const decision = await app.authorization.consent(request.body.request, ctx, request.body.decision === 'allow');
+      return { status: true as const, redirectTo: decisionLocation(decision, config.loginUrl) };
+    },
+  );
+};
+
+export default loginApi;

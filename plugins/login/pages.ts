@@ -1,0 +1,231 @@
+// The hosted login pages under LOGIN_URL's path: sign-in, sign-up, e-mail verification, consent,
+// sign-out. Forms work without JavaScript; every POST carries a double-submit CSRF token.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import type { Config } from '../../src/config.js';
+import { AppError } from '../../src/errors.js';
+import { OAuthError } from '../../src/oauth/errors.js';
+import { originOf } from '../../src/oauth/redirect-uri.js';
+import { AuthorizeRenderError } from '../../src/services/authorization.js';
+import type { SessionContext } from '../../src/services/sessions.js';
+import { sendDecision } from '../oidc/authorize.js';
+import { securityHeaders } from './security.js';
+import * as views from './views.js';
+
+const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String({ maxLength: 2048 }))]));
+const RequestQuery = Type.Object({ request: Type.Optional(Type.String({ maxLength: 128 })) });
+
+export interface LoginPagesOptions {
+  config: Config;
+  loginPath: string;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { config, loginPath }) => {
+  const csrfCookie = config.cookieSecure ? '__Host-idp.csrf' : 'idp.csrf';
+  const cookieBase = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
+  const trustedOrigins = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
+
+  function csrfToken(request: FastifyRequest, reply: FastifyReply): string {
+    const existing = request.cookies[csrfCookie];
+    if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
+    const token = randomBytes(32).toString('base64url');
+    reply.setCookie(csrfCookie, token, cookieBase);
+    return token;
+  }
+
+  function checkCsrf(request: FastifyRequest, form: Record<string, string | string[]>) {
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== 'null' && !trustedOrigins.has(origin)) {
+      throw new AppError(403, 'CSRF', 'This form was sent from another site');
+    }
+    const cookie = request.cookies[csrfCookie];
+    const field = first(form.csrf);
+    if (!cookie || !field || cookie.length !== field.length || !timingSafeEqual(Buffer.from(cookie), Buffer.from(field))) {
+      throw new AppError(403, 'CSRF', 'This form has expired; go back, reload the page and try again');
+    }
+  }
+
+  function page(reply: FastifyReply, body: string, status = 200) {
+    securityHeaders(reply);
+    return reply.code(status).type('text/html; charset=utf-8').send(body);
+  }
+
+  function setSession(reply: FastifyReply, token: string) {
+    reply.setCookie(app.sessionCookieName, token, { ...cookieBase, maxAge: config.ttl.session });
+  }
+
+  async function pending(requestId: string | undefined) {
+    if (!requestId) return undefined;
+    const found = await app.authorization.pendingRequest(requestId);
+    if (!found) throw new AuthorizeRenderError('invalid_request', 'This sign-in request has expired or was already used. Go back to the application and start again.');
+    return found;
+  }
+
+  const continueUrl = (requestId: string) => `${config.issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`;
+  const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof OAuthError) {
+      return page(reply, views.errorPage({ loginPath, error: error.error, description: error.description }), error.statusCode >= 500 ? 500 : 400);
+    }
+    if (error instanceof AppError) {
+      return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: error.message, role: 'alert' }), error.statusCode);
+    }
+    if ((error as { validation?: unknown }).validation || (error as { statusCode?: number }).statusCode === 400) {
+      return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: 'The form was not filled in correctly.', role: 'alert' }), 400);
+    }
+    request.log.error({ err: error }, 'unexpected error in a hosted page');
+    return page(reply, views.messagePage({ loginPath, title: 'Something went wrong', message: 'Please try again in a moment.', role: 'alert' }), 500);
+  });
+
+  app.get('/assets/style.css', async (_request, reply) =>
+    reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(views.STYLESHEET),
+  );
+
+  app.get('/', async (request, reply) => {
+    const ctx = await app.currentSession(request);
+    if (!ctx) return reply.code(303).header('location', `${loginPath}/sign-in`).send();
+    return page(reply, views.signedInPage({ loginPath, csrf: csrfToken(request, reply), email: ctx.user.email }));
+  });
+
+  // Sign in
+  app.get('/sign-in', { schema: { querystring: RequestQuery } }, async (request, reply) => {
+    const found = await pending(request.query.request);
+    return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, email: found?.request.params.login_hint, app: found?.app }));
+  });
+  app.post('/sign-in', { schema: { body: Form } }, async (request, reply) => {
+    const form = request.body;
+    checkCsrf(request, form);
+    const requestId = first(form.request) || undefined;
+    const found = await pending(requestId);
+    const email = first(form.email) ?? '';
+    try {
+      const { sessionToken } = await app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request));
+      setSession(reply, sessionToken);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
+        return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId, email, error: error.message, app: found?.app }), 401);
+      }
+      throw error;
+    }
+    if (!requestId) return reply.code(303).header('location', `${loginPath}/`).send();
+    await app.authorization.markLoginCompleted(requestId);
+    return reply.code(303).header('location', continueUrl(requestId)).send();
+  });
+
+  // Sign up
+  app.get('/sign-up', { schema: { querystring: RequestQuery } }, async (request, reply) => {
+    const found = await pending(request.query.request);
+    return page(reply, views.signUpPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, values: { email: found?.request.params.login_hint ?? '' }, app: found?.app }));
+  });
+  app.post('/sign-up', { schema: { body: Form } }, async (request, reply) => {
+    const form = request.body;
+    checkCsrf(request, form);
+    const requestId = first(form.request) || undefined;
+    const found = await pending(requestId);
+    const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
+    try {
+      const { sessionToken } = await app.accounts.signUp(
+        { email: values.email, password: first(form.password) ?? '', name: values.name },
+        meta(request),
+        found
+          ? { requestId, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri }
+          : {},
+      );
+      setSession(reply, sessionToken);
+    } catch (error) {
+      if (error instanceof AppError && (error.code === 'VALIDATION_ERROR' || error.code === 'EMAIL_TAKEN')) {
+        const errors = Object.fromEntries((error.details ?? []).map((d) => [d.field, d.message]));
+        return page(reply, views.signUpPage({ loginPath, csrf: csrfToken(request, reply), requestId, values, errors, app: found?.app }), error.statusCode);
+      }
+      throw error;
+    }
+    if (requestId) await app.authorization.markLoginCompleted(requestId);
+    return reply.code(303).header('location', requestId ? continueUrl(requestId) : `${loginPath}/verify-email`).send();
+  });
+
+  // E-mail verification
+  async function requireSession(request: FastifyRequest, reply: FastifyReply, requestId: string | undefined): Promise<SessionContext | undefined> {
+    const ctx = await app.currentSession(request);
+    if (!ctx) {
+      reply.code(303).header('location', `${loginPath}/sign-in${requestId ? `?request=${encodeURIComponent(requestId)}` : ''}`).send();
+      return undefined;
+    }
+    return ctx;
+  }
+
+  app.get('/verify-email', { schema: { querystring: RequestQuery } }, async (request, reply) => {
+    const found = await pending(request.query.request);
+    const ctx = await requireSession(request, reply, request.query.request);
+    if (!ctx) return reply;
+    if (ctx.user.email_verified && request.query.request) return reply.code(303).header('location', continueUrl(request.query.request)).send();
+    return page(reply, views.verifyEmailPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, email: ctx.user.email, app: found?.app }));
+  });
+  app.post('/verify-email/resend', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    const requestId = first(request.body.request) || undefined;
+    const found = await pending(requestId);
+    const ctx = await requireSession(request, reply, requestId);
+    if (!ctx) return reply;
+    if (!ctx.user.email_verified) {
+      await app.accounts.sendVerification(ctx.user, found ? { requestId, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
+    }
+    return page(reply, views.verifyEmailPage({ loginPath, csrf: csrfToken(request, reply), requestId, email: ctx.user.email, sent: true, app: found?.app }));
+  });
+  app.get('/verify-email/confirm', { schema: { querystring: Type.Object({ token: Type.String({ maxLength: 256 }) }) } }, async (request, reply) => {
+    const result = await app.accounts.verifyEmail(request.query.token);
+    if (!result) {
+      return page(reply, views.messagePage({ loginPath, title: 'This link does not work', message: 'The verification link is invalid, expired or was used already. Sign in to get a new one.', role: 'alert', link: { href: `${loginPath}/sign-in`, text: 'Sign in' } }), 400);
+    }
+    // Continue the pending authorization when there is one; otherwise the application's
+    // post-verification page, derived as the public application metadata derives it.
+    if (result.requestId && (await app.authorization.pendingRequest(result.requestId))) {
+      return reply.code(303).header('location', continueUrl(result.requestId)).send();
+    }
+    const client = result.clientId ? await app.services.applications.find(result.clientId) : undefined;
+    if (client?.enabled && client.postVerificationRedirectPath && result.redirectUri && client.redirectUris.includes(result.redirectUri)) {
+      return reply.code(303).header('location', `${originOf(result.redirectUri)}${client.postVerificationRedirectPath}`).send();
+    }
+    return page(reply, views.messagePage({ loginPath, title: 'E-mail address verified', message: 'Thank you. Your e-mail address is verified; you can close this page.', role: 'status' }));
+  });
+
+  // Consent
+  app.get('/consent', { schema: { querystring: Type.Object({ request: Type.String({ maxLength: 128 }) }) } }, async (request, reply) => {
+    const found = await pending(request.query.request);
+    const ctx = await requireSession(request, reply, request.query.request);
+    if (!ctx || !found) return reply;
+    return page(reply, views.consentPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, scopes: found.request.params.scope, userEmail: ctx.user.email, app: found.app }));
+  });
+  app.post('/consent', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    const requestId = first(request.body.request);
+    const decision = first(request.body.decision);
+    if (!requestId || (decision !== 'allow' && decision !== 'deny')) throw new AppError(400, 'VALIDATION_ERROR', 'Choose Allow or Deny');
+    const ctx = await requireSession(request, reply, requestId);
+    if (!ctx) return reply;
+    return sendDecision(reply, await app.authorization.consent(requestId, ctx, decision === 'allow'), config.loginUrl);
+  });
+
+  // Sign out
+  app.get('/sign-out', async (request, reply) => {
+    const ctx = await app.currentSession(request);
+    if (!ctx) return page(reply, views.messagePage({ loginPath, title: 'Signed out', message: 'You are not signed in.', role: 'status' }));
+    return page(reply, views.signedInPage({ loginPath, csrf: csrfToken(request, reply), email: ctx.user.email }));
+  });
+  app.post('/sign-out', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    const token = request.cookies[app.sessionCookieName];
+    if (token) await app.sessions.revoke(token, { ip: request.ip });
+    reply.clearCookie(app.sessionCookieName, cookieBase);
+    return page(reply, views.messagePage({ loginPath, title: 'Signed out', message: 'You are signed out.', role: 'status' }));
+  });
+
+};
+
+export default loginPages;

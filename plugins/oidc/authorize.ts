@@ -1,0 +1,60 @@
+// GET/POST /api/auth/oauth2/authorize and the continuation after each hosted page.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import Type from 'typebox';
+import type { Config } from '../../src/config.js';
+import { OAuthError } from '../../src/oauth/errors.js';
+import type { Decision, RawParams } from '../../src/services/authorization.js';
+import { renderAuthorizeError, toOAuthError } from './errors.js';
+
+// Loose on purpose: the code answers with the RFC's error codes, not a schema error.
+export const OAuthParamsSchema = Type.Record(
+  Type.String({ maxLength: 64 }),
+  Type.Union([Type.String({ maxLength: 4096 }), Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10 })]),
+);
+
+export function decisionLocation(decision: Decision, loginUrl: string): string {
+  switch (decision.kind) {
+    case 'redirect':
+      return decision.url;
+    case 'sign-in':
+    case 'sign-up':
+    case 'verify-email':
+    case 'consent':
+      return `${loginUrl}/${decision.kind}?request=${encodeURIComponent(decision.requestId)}`;
+  }
+}
+
+export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: string) {
+  return reply.code(303).header('cache-control', 'no-store').header('location', decisionLocation(decision, loginUrl)).send();
+}
+
+const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
+  app.setErrorHandler((error, request, reply) => renderAuthorizeError(request, reply, toOAuthError(error as never, request), loginPath));
+
+  const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
+    const decision = await app.authorization.authorize(params, await app.currentSession(request));
+    return sendDecision(reply, decision, config.loginUrl);
+  };
+
+  app.get('/oauth2/authorize', { schema: { querystring: OAuthParamsSchema } }, async (request, reply) =>
+    handler(request.query as RawParams, request, reply),
+  );
+  app.post('/oauth2/authorize', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
+    if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
+      throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
+    }
+    return handler(request.body as RawParams, request, reply);
+  });
+
+  app.get(
+    '/oauth2/authorize/continue',
+    { schema: { querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }) } },
+    async (request, reply) => {
+      const decision = await app.authorization.decide(request.query.request, await app.currentSession(request));
+      return sendDecision(reply, decision, config.loginUrl);
+    },
+  );
+};
+
+export default authorizePlugin;

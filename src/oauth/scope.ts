@@ -1,0 +1,37 @@
+// Scope parsing (RFC 6749 §3.3) against the one scope table and an application's allowed scopes.
+import { OAuthError } from './errors.js';
+import { isScopeName, SCOPES, type ScopeName } from './scopes.js';
+
+/** Space-delimited, case-sensitive; order kept, duplicates dropped. */
+export function splitScope(scope: string): string[] {
+  return [...new Set(scope.split(' ').filter(Boolean))];
+}
+
+/**
+ * The scopes of an authorization request. Absent means `openid` (the spec's default). Unknown scopes,
+ * scopes the application may not request, and a request without `openid` are invalid_scope.
+ */
+export function parseRequestedScope(scope: string | undefined, allowed: readonly string[]): ScopeName[] {
+  if (scope !== undefined && /[^\x21\x23-\x5b\x5d-\x7e ]/.test(scope)) {
+    throw new OAuthError('invalid_scope', 'scope contains characters outside RFC 6749 §3.3');
+  }
+  const names = scope === undefined || scope.trim() === '' ? ['openid'] : splitScope(scope);
+  const unknown = names.filter((n) => !isScopeName(n));
+  if (unknown.length) throw new OAuthError('invalid_scope', `unknown scope: ${unknown.join(' ')}`);
+  const notAllowed = names.filter((n) => !allowed.includes(n));
+  if (notAllowed.length) {
+    throw new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}`);
+  }
+  if (!names.includes('openid')) throw new OAuthError('invalid_scope', 'the openid scope is required');
+  // Canonical order of the scope table, so stored and returned scope strings are stable.
+  return SCOPES.map((s) => s.name).filter((n) => names.includes(n));
+}
+
+export function formatScope(scopes: readonly string[]): string {
+  return scopes.join(' ');
+}
+
+/** Scopes in `requested` that `granted` does not cover. */
+export function missingScopes(required: readonly string[], granted: readonly string[]): string[] {
+  return required.filter((s) => !granted.includes(s));
+}

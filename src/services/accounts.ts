@@ -1,0 +1,122 @@
+// Sign-up, sign-in and e-mail verification for the hosted login (pages and JSON endpoints alike).
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../db/create-db.js';
+import { findUserByEmail, findUserById, insertUser, updateUserRow } from '../../db/repositories/users.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { consumeEmailVerificationToken, insertEmailVerificationToken } from '../../db/repositories/email-verification.js';
+import type { UserRow } from '../../db/tables.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { Mailer } from '../mail/mailer.js';
+import { verificationMail } from '../mail/templates.js';
+import { generateToken, hashToken } from '../oauth/tokens.js';
+import { hashPassword, needsRehash, verifyAgainstDummy, verifyPassword } from '../passwords.js';
+import { isUniqueViolation } from './db-errors.js';
+import type { SessionService } from './sessions.js';
+
+export interface RequestMeta {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** The same message whether the e-mail is unknown or the password wrong (no account enumeration). */
+export const INVALID_CREDENTIALS = new AppError(401, 'INVALID_CREDENTIALS', 'The e-mail address or password is not correct');
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
+
+export function createAccountService(deps: { db: Db; config: Config; sessions: SessionService; mailer: Mailer }) {
+  const { db, config } = deps;
+
+  async function sendVerification(user: UserRow, pending: { requestId?: string | undefined; clientId?: string | undefined; clientName?: string | undefined; redirectUri?: string | undefined }) {
+    const token = generateToken();
+    await insertEmailVerificationToken(db, {
+      token_hash: hashToken(token),
+      user_id: user.id,
+      request_id: pending.requestId ?? null,
+      client_id: pending.clientId ?? null,
+      redirect_uri: pending.redirectUri ?? null,
+      expires_at: new Date(Date.now() + config.ttl.emailVerification * 1000),
+    });
+    const link = `${config.loginUrl}/verify-email/confirm?token=${encodeURIComponent(token)}`;
+    deps.mailer.sendInBackground(verificationMail(user.email, link, pending.clientName));
+  }
+
+  return {
+    sendVerification,
+
+    async signUp(
+      input: { email: string; password: string; name?: string | undefined },
+      meta: RequestMeta,
+      pending: { requestId?: string; clientId?: string; clientName?: string; redirectUri?: string },
+    ) {
+      const problems: Array<{ field: string; message: string }> = [];
+      const email = input.email.trim();
+      if (!EMAIL.test(email) || email.length > 254) problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
+      if (input.password.length < 8) problems.push({ field: 'password', message: 'Use at least 8 characters' });
+      if (input.password.length > 128) problems.push({ field: 'password', message: 'Use at most 128 characters' });
+      const name = input.name?.trim();
+      if (name && name.length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });
+      if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);
+      const passwordHash = await hashPassword(input.password);
+      try {
+        const { user, token } = await db.transaction().execute(async (trx) => {
+          const user = await insertUser(trx, {
+            id: randomUUID(),
+            email,
+            password_hash: passwordHash,
+            name: name || null,
+            given_name: null,
+            family_name: null,
+            picture: null,
+            permissions: '[]',
+          });
+          const { token } = await deps.sessions.create(user.id, meta, trx);
+          await appendAuditEvent(trx, { type: 'user.signed_up', userId: user.id, clientId: pending.clientId ?? null, ip: meta.ip });
+          return { user, token };
+        });
+        await sendVerification(user, pending);
+        return { user, sessionToken: token };
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw new AppError(409, 'EMAIL_TAKEN', 'An account with this e-mail address exists already; sign in instead', [{ field: 'email', message: 'An account with this e-mail address exists already; sign in instead' }]);
+        }
+        throw error;
+      }
+    },
+
+    async signIn(input: { email: string; password: string }, meta: RequestMeta) {
+      const user = input.email.length <= 254 && input.password.length <= 1024 ? await findUserByEmail(db, input.email.trim()) : undefined;
+      const ok = user?.password_hash && !user.disabled ? await verifyPassword(user.password_hash, input.password) : await verifyAgainstDummy(input.password);
+      if (!ok || !user) {
+        await appendAuditEvent(db, { type: 'user.sign_in_failed', userId: user?.id ?? null, ip: meta.ip });
+        throw INVALID_CREDENTIALS;
+      }
+      if (needsRehash(user.password_hash!)) {
+        await updateUserRow(db, user.id, { password_hash: await hashPassword(input.password) });
+      }
+      const { token } = await db.transaction().execute(async (trx) => {
+        const created = await deps.sessions.create(user.id, meta, trx);
+        await appendAuditEvent(trx, { type: 'user.signed_in', userId: user.id, ip: meta.ip, detail: { sessionId: created.session.id } });
+        return created;
+      });
+      return { user, sessionToken: token };
+    },
+
+    /** Consumes a verification link: marks the address verified; says where the user goes next. */
+    async verifyEmail(token: string) {
+      if (!token || token.length > 100) return undefined;
+      return db.transaction().execute(async (trx) => {
+        const row = await consumeEmailVerificationToken(trx, hashToken(token));
+        if (!row) return undefined;
+        const user = await updateUserRow(trx, row.user_id, { email_verified: true });
+        if (!user) return undefined;
+        await appendAuditEvent(trx, { type: 'user.email_verified', userId: user.id, clientId: row.client_id });
+        return { user, requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };
+      });
+    },
+
+    findUser: (id: string) => findUserById(db, id),
+  };
+}
+
+export type AccountService = ReturnType<typeof createAccountService>;
