@@ -25,7 +25,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     if (request.method !== 'POST') return;
     const origin = request.headers.origin;
     if (origin !== undefined && !trusted.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'This endpoint is first-party only');
-    if (!String(request.headers['content-type'] ?? '').startsWith('application/json') && request.url !== '/sign-out') {
+    if (!String(request.headers['content-type'] ?? '').startsWith('application/json') && !request.url.endsWith('/sign-out')) {
       throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send application/json');
     }
   });

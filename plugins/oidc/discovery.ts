@@ -18,7 +18,8 @@ export function discoveryDocument(config: Config) {
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code'],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
+    // RS256 is what the generated keys use (OIDC Discovery requires it); ES256/EdDSA keys come with rotation.
+    id_token_signing_alg_values_supported: ['RS256'],
     token_endpoint_auth_methods_supported: ['none'],
     code_challenge_methods_supported: ['S256'],
     claims_supported: CLAIMS_SUPPORTED,

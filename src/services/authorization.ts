@@ -149,8 +149,9 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     const app = await deps.applications.find(params.client_id);
     if (!app || !app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
     const none = params.prompt.includes('none');
-    const fail = (error: OAuthError) => {
-      void authz.markAuthorizationRequest(db, request.id, 'completed_at');
+    // An error ends the request: it cannot be continued afterwards.
+    const fail = async (error: OAuthError) => {
+      await authz.markAuthorizationRequest(db, request.id, 'completed_at');
       return errorRedirect(params, error);
     };
 

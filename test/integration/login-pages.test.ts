@@ -1,0 +1,256 @@
+// The hosted login pages and their JSON twins: security headers, CSRF, errors, sessions, verification.
+import t from 'tap';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { hash } from '@node-rs/argon2';
+import { buildTestApp } from '../helpers/app.js';
+import { startSmtp, linkIn } from '../helpers/smtp.js';
+import { findUserByEmail } from '../../db/repositories/users.js';
+import { listAuditEvents } from '../../db/repositories/audit.js';
+import { s256Challenge } from '../../src/oauth/pkce.js';
+
+const smtp = await startSmtp();
+t.teardown(() => smtp.close());
+const { app, database } = await buildTestApp(t, { env: { SMTP_URL: smtp.url } });
+const actor = { actor: 'test' };
+const redirectUri = 'https://app.example.com/callback';
+const client = await app.services.applications.create(
+  { clientName: 'Evil <script>alert(1)</script> App', redirectUris: [redirectUri], postVerificationRedirectPath: '/welcome' },
+  actor,
+);
+await app.services.users.create({ email: 'pat@example.com', password: 'pat-password-1', emailVerified: true }, actor);
+
+function cookiesOf(res: LightMyRequestResponse): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
+  return out;
+}
+
+function hidden(body: string, name: string): string {
+  const m = new RegExp(`name="${name}" value="([^"]*)"`).exec(body);
+  if (!m) throw new Error(`no hidden field ${name}`);
+  return m[1]!;
+}
+
+async function formPage(path: string, jar: Record<string, string> = {}) {
+  const res = await app.inject({ method: 'GET', url: path, cookies: jar });
+  return { res, jar: { ...jar, ...cookiesOf(res) }, csrf: hidden(res.body, 'csrf') };
+}
+
+async function post(path: string, form: Record<string, string>, jar: Record<string, string>, headers: Record<string, string> = {}) {
+  return app.inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+}
+
+async function signedIn(email = 'pat@example.com', password = 'pat-password-1') {
+  const page = await formPage('/login/sign-in');
+  const res = await post('/login/sign-in', { csrf: page.csrf, email, password }, page.jar);
+  return { res, jar: { ...page.jar, ...cookiesOf(res) } };
+}
+
+async function startAuthorization(server: FastifyInstance, extra: Record<string, string> = {}) {
+  const query = new URLSearchParams({
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    scope: 'openid email',
+    state: 'st',
+    code_challenge: s256Challenge('v'.repeat(43)),
+    code_challenge_method: 'S256',
+    ...extra,
+  });
+  const res = await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}` });
+  return new URL(res.headers.location as string).searchParams.get('request')!;
+}
+
+t.test('every page carries no-store, a CSP without inline script, and anti-framing headers', async (t) => {
+  for (const path of ['/login/sign-in', '/login/sign-up', '/login/sign-out']) {
+    const res = await app.inject({ method: 'GET', url: path });
+    t.equal(res.statusCode, 200, path);
+    t.equal(res.headers['cache-control'], 'no-store', path);
+    const csp = String(res.headers['content-security-policy']);
+    t.match(csp, /frame-ancestors 'none'/, path);
+    t.match(csp, /default-src 'none'/, path);
+    t.notMatch(csp, /unsafe-inline|unsafe-eval/, path);
+    t.equal(res.headers['x-frame-options'], 'DENY', path);
+    t.equal(res.headers['x-content-type-options'], 'nosniff', path);
+    t.notMatch(res.body, /<script/i, `${path} has no script at all`);
+  }
+  const css = await app.inject({ method: 'GET', url: '/login/assets/style.css' });
+  t.equal(css.statusCode, 200);
+  t.match(css.headers['content-type'], /text\/css/);
+});
+
+t.test('fields have labels, and the form keeps working without JavaScript', async (t) => {
+  const { res } = await formPage('/login/sign-up');
+  for (const name of ['name', 'email', 'password']) {
+    t.match(res.body, new RegExp(`<label for="field-${name}">`), `${name} has a label`);
+    t.match(res.body, new RegExp(`<input id="field-${name}" name="${name}"`));
+  }
+  t.match(res.body, /<form method="post" action="\/login\/sign-up"/);
+});
+
+t.test('a POST without the CSRF token, with a wrong one, or from another origin is refused', async (t) => {
+  const page = await formPage('/login/sign-in');
+  const none = await post('/login/sign-in', { email: 'pat@example.com', password: 'pat-password-1' }, page.jar);
+  t.equal(none.statusCode, 403);
+  t.notOk(cookiesOf(none)['idp.session'], 'no session without CSRF token');
+  const wrong = await post('/login/sign-in', { csrf: 'x'.repeat(43), email: 'pat@example.com', password: 'pat-password-1' }, page.jar);
+  t.equal(wrong.statusCode, 403);
+  const noCookie = await post('/login/sign-in', { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1' }, {});
+  t.equal(noCookie.statusCode, 403);
+  const foreign = await post('/login/sign-in', { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1' }, page.jar, { origin: 'https://evil.example' });
+  t.equal(foreign.statusCode, 403);
+  t.match(foreign.body, /another site/);
+});
+
+t.test('a wrong e-mail and a wrong password get the same answer, and the session cookie is HttpOnly', async (t) => {
+  const page = await formPage('/login/sign-in');
+  const wrongPassword = await post('/login/sign-in', { csrf: page.csrf, email: 'pat@example.com', password: 'nope-nope-nope' }, page.jar);
+  const wrongEmail = await post('/login/sign-in', { csrf: page.csrf, email: 'nobody@example.com', password: 'nope-nope-nope' }, page.jar);
+  t.equal(wrongPassword.statusCode, 401);
+  t.equal(wrongEmail.statusCode, 401);
+  const message = (body: string) => /<p class="error" id="field-password-error">([^<]*)<\/p>/.exec(body)?.[1];
+  t.equal(message(wrongPassword.body), 'The e-mail address or password is not correct');
+  t.equal(message(wrongEmail.body), message(wrongPassword.body));
+  t.match(wrongPassword.body, /aria-invalid="true" aria-describedby="field-password-error"/, 'the error is tied to the field');
+  t.match(wrongEmail.body, /value="nobody@example.com"/, 'the e-mail is kept');
+
+  const { res } = await signedIn();
+  t.equal(res.statusCode, 303);
+  const cookie = (res.cookies as Array<{ name: string; httpOnly?: boolean; sameSite?: string; path?: string }>).find((c) => c.name === 'idp.session');
+  t.ok(cookie?.httpOnly);
+  t.equal(cookie?.sameSite, 'Lax');
+  t.equal(cookie?.path, '/');
+  const events = await listAuditEvents(database.db, { type: 'user.sign_in_failed' });
+  t.ok(events.length >= 2, 'failed sign-ins are audited');
+});
+
+t.test('the application name is escaped wherever it is shown', async (t) => {
+  const requestId = await startAuthorization(app);
+  const res = await app.inject({ method: 'GET', url: `/login/sign-in?request=${requestId}` });
+  t.notMatch(res.body, /<script>alert/);
+  t.match(res.body, /Evil &lt;script&gt;alert\(1\)&lt;\/script&gt; App/);
+});
+
+t.test('sign-up validates next to each field and refuses a taken e-mail', async (t) => {
+  const page = await formPage('/login/sign-up');
+  const bad = await post('/login/sign-up', { csrf: page.csrf, name: 'X', email: 'not-an-email', password: 'short' }, page.jar);
+  t.equal(bad.statusCode, 400);
+  t.match(bad.body, /id="field-email-error">Enter a valid e-mail address/);
+  t.match(bad.body, /id="field-password-error">Use at least 8 characters/);
+  t.match(bad.body, /value="not-an-email"/);
+  const taken = await post('/login/sign-up', { csrf: page.csrf, name: 'X', email: 'PAT@example.com', password: 'long-enough-1' }, page.jar);
+  t.equal(taken.statusCode, 409);
+  t.match(taken.body, /exists already/);
+});
+
+t.test('sign-up sends a verification mail; the link verifies once and lands on the post-verification page', async (t) => {
+  const requestId = await startAuthorization(app);
+  const page = await formPage(`/login/sign-up?request=${requestId}`);
+  const res = await post('/login/sign-up', { csrf: page.csrf, request: requestId, name: 'Vera', email: 'vera@example.com', password: 'vera-password-1' }, page.jar);
+  t.equal(res.statusCode, 303);
+  const jar = { ...page.jar, ...cookiesOf(res) };
+  const cont = await app.inject({ method: 'GET', url: new URL(res.headers.location as string).pathname + new URL(res.headers.location as string).search, cookies: jar });
+  t.match(cont.headers.location, /\/login\/verify-email\?request=/, 'unverified users are sent to verification');
+
+  const mail = await smtp.waitFor('vera@example.com');
+  t.equal(mail.subject, 'Verify your e-mail address');
+  t.match(mail.text, /Evil <script>alert\(1\)<\/script> App/, 'the text part names the application');
+  t.notMatch(mail.html, /<script>/, 'the HTML part escapes it');
+  const link = new URL(linkIn(mail));
+  t.equal(link.pathname, '/login/verify-email/confirm');
+
+  // Opened where the request is gone (another device, or the request completed): the app's page.
+  await database.db.updateTable('authorization_requests').set({ completed_at: new Date() }).where('id', '=', requestId).execute();
+  const confirmed = await app.inject({ method: 'GET', url: link.pathname + link.search });
+  t.equal(confirmed.statusCode, 303);
+  t.equal(confirmed.headers.location, 'https://app.example.com/welcome', 'origin of the redirect_uri plus postVerificationRedirectPath');
+  t.equal((await findUserByEmail(database.db, 'vera@example.com'))?.email_verified, true);
+
+  const again = await app.inject({ method: 'GET', url: link.pathname + link.search });
+  t.equal(again.statusCode, 400, 'the link works once');
+  t.match(again.body, /invalid, expired or was used already/);
+});
+
+t.test('signing out revokes the session server-side', async (t) => {
+  const { jar } = await signedIn();
+  const home = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
+  t.equal(home.statusCode, 200);
+  t.match(home.body, /signed in as <strong>pat@example.com<\/strong>/);
+  const out = await post('/login/sign-out', { csrf: hidden(home.body, 'csrf') }, jar);
+  t.equal(out.statusCode, 200);
+  t.match(out.body, /You are signed out/);
+  const stolen = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
+  t.equal(stolen.statusCode, 303, 'the old cookie value no longer signs anyone in');
+  t.equal(stolen.headers.location, '/login/sign-in');
+});
+
+t.test('a password hash with old parameters is replaced on sign-in', async (t) => {
+  const weak = await hash('old-params-password', { memoryCost: 4096, timeCost: 1, parallelism: 1 });
+  await app.services.users.create({ email: 'old@example.com', emailVerified: true }, actor);
+  await database.db.updateTable('users').set({ password_hash: weak }).where('email', '=', 'old@example.com').execute();
+  const { res } = await signedIn('old@example.com', 'old-params-password');
+  t.equal(res.statusCode, 303);
+  const stored = (await findUserByEmail(database.db, 'old@example.com'))!.password_hash!;
+  t.match(stored, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+});
+
+t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', async (t) => {
+  const requestId = await startAuthorization(app);
+  const meta = await app.inject({ method: 'GET', url: `/api/auth/authorization-requests/${requestId}` });
+  t.equal(meta.statusCode, 200);
+  t.same(meta.json(), {
+    clientId: client.clientId,
+    clientName: client.clientName,
+    prompt: [],
+    scopes: [
+      { name: 'openid', label: 'Sign in', consentDescription: 'Sign you in and know who you are' },
+      { name: 'email', label: 'E-mail address', consentDescription: 'See your e-mail address and whether it is verified' },
+    ],
+  });
+  const missing = await app.inject({ method: 'GET', url: '/api/auth/authorization-requests/nope' });
+  t.equal(missing.statusCode, 404);
+  t.equal(missing.json().error, 'REQUEST_NOT_FOUND');
+
+  const wrong = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'wrong-password' } });
+  t.equal(wrong.statusCode, 401);
+  t.same(wrong.json(), { error: 'INVALID_CREDENTIALS', message: 'The e-mail address or password is not correct' });
+  const form = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: 'email=pat%40example.com&password=pat-password-1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  t.equal(form.statusCode, 415, 'a cross-site form cannot reach the JSON endpoint');
+  const foreign = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1' }, headers: { origin: 'https://evil.example' } });
+  t.equal(foreign.statusCode, 403);
+
+  const ok = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1', request: requestId } });
+  t.equal(ok.statusCode, 200);
+  t.same(ok.json(), { status: true, redirectTo: `http://localhost:3000/api/auth/oauth2/authorize/continue?request=${requestId}` });
+  t.equal(ok.headers['cache-control'], 'no-store');
+  const jar = cookiesOf(ok);
+  const noSession = await app.inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' } });
+  t.equal(noSession.statusCode, 401);
+  const consent = await app.inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' }, cookies: jar });
+  t.equal(consent.statusCode, 200);
+  const target = new URL(consent.json().redirectTo);
+  t.equal(target.origin + target.pathname, redirectUri);
+  t.ok(target.searchParams.get('code'));
+  t.equal(target.searchParams.get('state'), 'st');
+
+  const out = await app.inject({ method: 'POST', url: '/api/auth/sign-out', cookies: jar });
+  t.equal(out.statusCode, 204);
+  t.equal(out.body, '');
+});
+
+t.test('an idle session ends after SESSION_IDLE_TTL', async (t) => {
+  const short = await buildTestApp(t, { env: { SESSION_IDLE_TTL: '1' }, database });
+  const page = await short.app.inject({ method: 'GET', url: '/login/sign-in' });
+  const jar = cookiesOf(page);
+  const res = await short.app.inject({
+    method: 'POST',
+    url: '/login/sign-in',
+    cookies: jar,
+    payload: new URLSearchParams({ csrf: hidden(page.body, 'csrf'), email: 'pat@example.com', password: 'pat-password-1' }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  const session = { ...jar, ...cookiesOf(res) };
+  t.equal((await short.app.inject({ method: 'GET', url: '/login/', cookies: session })).statusCode, 200);
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal((await short.app.inject({ method: 'GET', url: '/login/', cookies: session })).statusCode, 303, 'idle too long: signed out');
+});
