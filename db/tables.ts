@@ -28,6 +28,7 @@ export interface ApplicationsTable {
   allowed_web_origins: Json<string[]>;
   post_verification_redirect_path: string | null;
   allowed_scopes: Json<string[]>;
+  post_logout_redirect_uris: Generated<Json<string[]>>;
   enabled: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -107,6 +108,7 @@ export interface GrantsTable {
   session_id: string | null;
   created_at: Timestamp;
   revoked_at: Date | null;
+  auth_time: Date | null;
 }
 
 export interface AuthorizationCodesTable {
@@ -148,6 +150,11 @@ export interface RefreshTokensTable {
   absolute_expires_at: Date;
   used_at: Date | null;
   revoked_at: Date | null;
+  id: string | null;
+  session_id: string | null;
+  successor_hash: string | null;
+  successor_sealed: string | null;
+  successor_access_sealed: string | null;
 }
 
 export interface EmailVerificationTokensTable {

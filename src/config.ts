@@ -63,6 +63,12 @@ export const EnvSchema = Type.Object({
   REFRESH_TOKEN_ABSOLUTE_TTL: Seconds(90 * 24 * 3600, 'refresh token absolute lifetime in seconds'),
   RESET_TOKEN_TTL: Seconds(1800, 'password reset token lifetime in seconds'),
   CONSENT_REQUEST_TTL: Seconds(600, 'pending authorization request lifetime in seconds'),
+  REFRESH_TOKEN_GRACE: Type.Integer({
+    minimum: 0,
+    maximum: 300,
+    default: 0,
+    description: 'a whole number of seconds from 0 to 300 (a retry of a just-rotated refresh token within it gets the same successor)',
+  }),
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
@@ -100,6 +106,7 @@ export interface Config {
     authorizationCode: number;
     refreshToken: number;
     refreshTokenAbsolute: number;
+    refreshTokenGrace: number;
     resetToken: number;
     consentRequest: number;
     session: number;
@@ -260,6 +267,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       authorizationCode: parsed.AUTHORIZATION_CODE_TTL,
       refreshToken: parsed.REFRESH_TOKEN_TTL,
       refreshTokenAbsolute: parsed.REFRESH_TOKEN_ABSOLUTE_TTL,
+      refreshTokenGrace: parsed.REFRESH_TOKEN_GRACE,
       resetToken: parsed.RESET_TOKEN_TTL,
       consentRequest: parsed.CONSENT_REQUEST_TTL,
       session: parsed.SESSION_TTL,

@@ -2,6 +2,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../create-db.js';
 import type {
+  RefreshTokensTable,
   AccessTokensTable,
   AuthorizationCodesTable,
   AuthorizationRequestParams,
@@ -64,7 +65,7 @@ export async function upsertConsent(db: Db, userId: string, clientId: string, sc
     .execute();
 }
 
-export async function insertGrant(db: Db, row: { id: string; user_id: string; client_id: string; scope: string; session_id: string | null }) {
+export async function insertGrant(db: Db, row: { id: string; user_id: string; client_id: string; scope: string; session_id: string | null; auth_time: Date }) {
   await db.insertInto('grants').values(row).execute();
 }
 
@@ -108,9 +109,47 @@ export async function insertAccessToken(db: Db, row: Omit<AccessTokenRow, 'creat
 
 export async function insertRefreshToken(
   db: Db,
-  row: { token_hash: string; grant_id: string; client_id: string; user_id: string; scope: string; expires_at: Date; absolute_expires_at: Date },
+  row: { id: string; token_hash: string; grant_id: string; client_id: string; user_id: string; scope: string; expires_at: Date; absolute_expires_at: Date },
 ): Promise<void> {
   await db.insertInto('refresh_tokens').values(row).execute();
+}
+
+export type RefreshTokenRow = Selectable<RefreshTokensTable>;
+
+/** The refresh token row, locked for the rest of the transaction, with its grant's state. */
+export async function lockRefreshToken(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('refresh_tokens')
+    .innerJoin('grants', 'grants.id', 'refresh_tokens.grant_id')
+    .selectAll('refresh_tokens')
+    .select(['grants.revoked_at as grant_revoked_at', 'grants.scope as grant_scope', 'grants.auth_time as grant_auth_time'])
+    .where('refresh_tokens.token_hash', '=', tokenHash)
+    .forUpdate('refresh_tokens')
+    .executeTakeFirst();
+}
+
+export async function markRefreshTokenUsed(
+  db: Db,
+  tokenHash: string,
+  successor: { hash: string; sealed: string | null; accessSealed: string | null },
+): Promise<void> {
+  await db
+    .updateTable('refresh_tokens')
+    .set({ used_at: sql`now()`, successor_hash: successor.hash, successor_sealed: successor.sealed, successor_access_sealed: successor.accessSealed })
+    .where('token_hash', '=', tokenHash)
+    .execute();
+}
+
+export async function findRefreshTokenByHash(db: Db, tokenHash: string): Promise<RefreshTokenRow | undefined> {
+  return db.selectFrom('refresh_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+}
+
+export async function revokeAccessToken(db: Db, tokenHash: string): Promise<void> {
+  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('token_hash', '=', tokenHash).where('revoked_at', 'is', null).execute();
+}
+
+export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<AccessTokenRow | undefined> {
+  return db.selectFrom('access_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
 }
 
 /** An access token that is live: known, not expired, not revoked, its grant not revoked. */

@@ -9,6 +9,7 @@ import { createSessionService, type SessionContext, type SessionService } from '
 import { createAccountService, type AccountService } from '../../src/services/accounts.js';
 import { createAuthorizationService, type AuthorizationService } from '../../src/services/authorization.js';
 import { createMailer, type Mailer } from '../../src/mail/mailer.js';
+import { createRefreshGrant } from '../../src/services/refresh-grant.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,6 +17,7 @@ declare module 'fastify' {
     sessions: SessionService;
     accounts: AccountService;
     authorization: AuthorizationService;
+    refreshGrant: ReturnType<typeof createRefreshGrant>;
     mailer: Mailer;
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
@@ -47,6 +49,7 @@ export default fp(
     app.decorate('sessions', sessions);
     app.decorate('accounts', accounts);
     app.decorate('authorization', authorization);
+    app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));
     app.decorate('sessionCookieName', cookieName);
     app.decorate('currentSession', (request: FastifyRequest) => {
       let p = resolved.get(request);

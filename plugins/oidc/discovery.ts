@@ -16,7 +16,7 @@ export function discoveryDocument(config: Config) {
     scopes_supported: [...SCOPE_NAMES],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
     subject_types_supported: ['public'],
     // RS256 is what the generated keys use (OIDC Discovery requires it); ES256/EdDSA keys come with rotation.
     id_token_signing_alg_values_supported: ['RS256'],

@@ -25,13 +25,19 @@ const tokenPlugin: FastifyPluginAsyncTypebox = async (app) => {
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
     if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
     const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
-    if (!client || !client.enabled) throw new OAuthError('invalid_client', 'unknown or disabled client');
+    if (!client) throw new OAuthError('invalid_client', 'unknown client');
     if (body.client_secret) throw new OAuthError('invalid_client', 'this client is public and has no client secret');
 
-    if (grantType !== 'authorization_code') {
+    let tokens;
+    if (grantType === 'authorization_code') {
+      if (!client.enabled) throw new OAuthError('invalid_client', 'this application is disabled');
+      tokens = await app.authorization.exchangeCode(body, client);
+    } else if (grantType === 'refresh_token') {
+      // A disabled application's refresh tokens stop working: invalid_grant.
+      tokens = await app.refreshGrant(body, client);
+    } else {
       throw new OAuthError('unsupported_grant_type', `grant_type ${grantType.slice(0, 64)} is not supported`);
     }
-    const tokens = await app.authorization.exchangeCode(body, client);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });
 };

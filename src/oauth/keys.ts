@@ -1,7 +1,7 @@
 // Signing keys: generation, RFC 7638 thumbprint kids, and encryption of private parts at rest
 // (AES-256-GCM under a key derived from SECRET_KEY with HKDF).
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import * as jose from 'jose';
+import { seal, unseal } from './seal.js';
 
 export type SigningAlg = 'RS256' | 'ES256' | 'EdDSA';
 export const SUPPORTED_SIGNING_ALGS: readonly SigningAlg[] = ['RS256', 'ES256', 'EdDSA'];
@@ -27,17 +27,11 @@ export async function generateSigningKey(alg: SigningAlg): Promise<GeneratedKey>
   };
 }
 
-function keyEncryptionKey(secretKey: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), Buffer.alloc(0), 'idp signing-key encryption v1', 32));
-}
+const SEAL = 'signing-key encryption';
 
-/** "v1.<iv>.<ciphertext>.<tag>", base64url parts; the kid is authenticated as associated data. */
+/** The private JWK sealed under SECRET_KEY; the kid is authenticated as associated data. */
 export function encryptPrivateJwk(jwk: jose.JWK, kid: string, secretKey: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', keyEncryptionKey(secretKey), iv);
-  cipher.setAAD(Buffer.from(kid, 'utf8'));
-  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(jwk), 'utf8'), cipher.final()]);
-  return ['v1', iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return seal(JSON.stringify(jwk), { secretKey, purpose: SEAL, aad: kid });
 }
 
 export class KeyDecryptionError extends Error {
@@ -48,17 +42,9 @@ export class KeyDecryptionError extends Error {
 }
 
 export function decryptPrivateJwk(sealed: string, kid: string, secretKey: string): jose.JWK {
-  const [version, iv, ciphertext, tag] = sealed.split('.');
-  if (version !== 'v1' || !iv || !ciphertext || !tag) throw new KeyDecryptionError(kid);
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', keyEncryptionKey(secretKey), Buffer.from(iv, 'base64url'));
-    decipher.setAAD(Buffer.from(kid, 'utf8'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    const plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
-    return JSON.parse(plain.toString('utf8')) as jose.JWK;
-  } catch {
-    throw new KeyDecryptionError(kid);
-  }
+  const plain = unseal(sealed, { secretKey, purpose: SEAL, aad: kid });
+  if (plain === undefined) throw new KeyDecryptionError(kid);
+  return JSON.parse(plain) as jose.JWK;
 }
 
 /** Only the public members, whatever the stored JWK holds (defence in depth for JWKS). */

@@ -49,7 +49,7 @@ export interface TokenResponse {
   access_token: string;
   token_type: 'Bearer';
   expires_in: number;
-  id_token: string;
+  id_token?: string;
   refresh_token?: string;
   scope: string;
 }
@@ -191,7 +191,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       if (!(await authz.markAuthorizationRequest(trx, requestId, 'completed_at'))) return false;
       const grantId = randomUUID();
       const scope = formatScope(params.scope);
-      await authz.insertGrant(trx, { id: grantId, user_id: ctx.user.id, client_id: params.client_id, scope, session_id: ctx.session.id });
+      await authz.insertGrant(trx, { id: grantId, user_id: ctx.user.id, client_id: params.client_id, scope, session_id: ctx.session.id, auth_time: ctx.session.auth_time });
       await authz.insertAuthorizationCode(trx, {
         code_hash: hashToken(code),
         grant_id: grantId,
@@ -321,6 +321,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         });
         if (refreshToken) {
           await authz.insertRefreshToken(trx, {
+            id: randomUUID(),
             token_hash: hashToken(refreshToken),
             grant_id: row.grant_id,
             client_id: app.clientId,

@@ -23,6 +23,7 @@ t.test('defaults give a working development configuration', async (t) => {
     authorizationCode: 60,
     refreshToken: 2592000,
     refreshTokenAbsolute: 7776000,
+    refreshTokenGrace: 0,
     resetToken: 1800,
     consentRequest: 600,
     session: 604800,
