@@ -23,6 +23,7 @@ import jwksPlugin from '../plugins/oidc/jwks.js';
 import authorizePlugin from '../plugins/oidc/authorize.js';
 import tokenPlugin from '../plugins/oidc/token.js';
 import userinfoPlugin from '../plugins/oidc/userinfo.js';
+import revokePlugin from '../plugins/oidc/revoke.js';
 import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
 
@@ -105,7 +106,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(jwksPlugin, { prefix: issuerPath });
   await app.register(authorizePlugin, { prefix: issuerPath, config, loginPath });
   await app.register(tokenPlugin, { prefix: issuerPath });
-  await app.register(userinfoPlugin, { prefix: issuerPath });
+  await app.register(revokePlugin, { prefix: issuerPath });
+  await app.register(userinfoPlugin, { prefix: issuerPath, sessionIdleSeconds: config.ttl.sessionIdle });
   await app.register(loginApi, { prefix: issuerPath, config });
   // The hosted login pages (the spec's "Main web").
   await app.register(loginPages, { prefix: loginPath, config, loginPath });

@@ -10,6 +10,7 @@ import { createAccountService, type AccountService } from '../../src/services/ac
 import { createAuthorizationService, type AuthorizationService } from '../../src/services/authorization.js';
 import { createMailer, type Mailer } from '../../src/mail/mailer.js';
 import { createRefreshGrant } from '../../src/services/refresh-grant.js';
+import { createTokenService, type TokenService } from '../../src/services/tokens.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,6 +19,7 @@ declare module 'fastify' {
     accounts: AccountService;
     authorization: AuthorizationService;
     refreshGrant: ReturnType<typeof createRefreshGrant>;
+    tokens: TokenService;
     mailer: Mailer;
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
@@ -50,6 +52,7 @@ export default fp(
     app.decorate('accounts', accounts);
     app.decorate('authorization', authorization);
     app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));
+    app.decorate('tokens', createTokenService({ db: app.db }));
     app.decorate('sessionCookieName', cookieName);
     app.decorate('currentSession', (request: FastifyRequest) => {
       let p = resolved.get(request);

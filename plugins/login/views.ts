@@ -158,5 +158,5 @@ input:focus,button:focus,a:focus{outline:3px solid #2563eb;outline-offset:2px}
 .notice{background:#ecfdf3;color:#05603a;padding:.6rem .8rem;border-radius:6px}
 button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;padding:.65rem 1.1rem;font:inherit;font-weight:600;cursor:pointer}
 button.secondary{background:#e5e7eb;color:#1b1f24}
-.buttons{display:flex;gap:.75rem}.scopes{padding-left:1.2rem}.muted{color:#5b636e;font-size:.9rem}
+.buttons{display:flex;gap:.75rem}strong{overflow-wrap:anywhere}.scopes{padding-left:1.2rem}.muted{color:#5b636e;font-size:.9rem}
 `;

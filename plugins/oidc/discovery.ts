@@ -12,6 +12,8 @@ export function discoveryDocument(config: Config) {
     authorization_endpoint: `${issuer}/oauth2/authorize`,
     token_endpoint: `${issuer}/oauth2/token`,
     userinfo_endpoint: `${issuer}/oauth2/userinfo`,
+    revocation_endpoint: `${issuer}/oauth2/revoke`,
+    revocation_endpoint_auth_methods_supported: ['none'],
     jwks_uri: `${issuer}/jwks`,
     scopes_supported: [...SCOPE_NAMES],
     response_types_supported: ['code'],

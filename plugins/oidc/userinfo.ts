@@ -6,8 +6,8 @@ import { OAuthError } from '../../src/oauth/errors.js';
 import { BearerError, createBearerAuthenticator, wwwAuthenticate } from '../../src/services/bearer.js';
 import { toOAuthError } from './errors.js';
 
-const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
-  const authenticate = createBearerAuthenticator({ db: app.db, applications: app.services.applications });
+const userinfoPlugin: FastifyPluginAsyncTypebox<{ sessionIdleSeconds: number }> = async (app, { sessionIdleSeconds }) => {
+  const authenticate = createBearerAuthenticator({ db: app.db, applications: app.services.applications, sessionIdleSeconds });
 
   app.setErrorHandler((error, request, reply) => {
     const oauth = toOAuthError(error as never, request);

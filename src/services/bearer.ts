@@ -24,14 +24,14 @@ export class BearerError extends OAuthError {
   }
 }
 
-export function createBearerAuthenticator(deps: { db: Db; applications: ApplicationService }) {
+export function createBearerAuthenticator(deps: { db: Db; applications: ApplicationService; sessionIdleSeconds: number }) {
   return async function authenticate(header: string | undefined): Promise<BearerContext> {
     if (!header) throw new BearerError(false, 'an access token is required');
     const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
     if (!match) throw new BearerError(true, 'the Authorization header must use the Bearer scheme');
     const token = match[1]!;
     if (token.length > 256) throw new BearerError(true, 'the access token is invalid');
-    const row = await findLiveAccessToken(deps.db, hashToken(token));
+    const row = await findLiveAccessToken(deps.db, hashToken(token), deps.sessionIdleSeconds);
     if (!row) throw new BearerError(true, 'the access token is invalid, expired or revoked');
     const [user, app] = await Promise.all([findUserById(deps.db, row.user_id), deps.applications.find(row.client_id)]);
     if (!user || user.disabled) throw new BearerError(true, 'the access token is not tied to an active user');

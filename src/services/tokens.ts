@@ -1,0 +1,34 @@
+// Token administration: revocation (RFC 7009), session sign-out propagation, admin views.
+import type { Db } from '../../db/create-db.js';
+import * as authz from '../../db/repositories/authorization.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+
+export function createTokenService(deps: { db: Db }) {
+  const { db } = deps;
+  return {
+    /** Revokes a token of this client, whichever kind it is; the hint only decides which is tried first. */
+    async revoke(tokenHash: string, clientId: string, hint: 'access_token' | 'refresh_token', ip: string | null): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const tryRefresh = async () => {
+          const family = await authz.revokeRefreshFamily(trx, tokenHash, clientId);
+          if (family) await appendAuditEvent(trx, { type: 'token.revoked', userId: family.userId, clientId, ip, detail: { kind: 'refresh_token', grantId: family.grantId } });
+          return Boolean(family);
+        };
+        const tryAccess = async () => {
+          const row = await authz.findAccessTokenByHash(trx, tokenHash);
+          if (!row || row.client_id !== clientId) return false;
+          await authz.revokeAccessToken(trx, tokenHash);
+          await appendAuditEvent(trx, { type: 'token.revoked', userId: row.user_id, clientId, ip, detail: { kind: 'access_token', grantId: row.grant_id } });
+          return true;
+        };
+        if (hint === 'access_token') {
+          if (!(await tryAccess())) await tryRefresh();
+        } else if (!(await tryRefresh())) {
+          await tryAccess();
+        }
+      });
+    },
+  };
+}
+
+export type TokenService = ReturnType<typeof createTokenService>;
