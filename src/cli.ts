@@ -11,6 +11,8 @@ import { handleSignals, startServer } from './server.js';
 import { StaticApplicationsError, loadStaticApplications } from './static-applications.js';
 import { createApplicationService, type ActorContext } from './services/applications.js';
 import { createUserService } from './services/users.js';
+import { createSigningKeyService } from './services/signing-keys.js';
+import { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from '../plugins/infra/oidc-services.js';
 import { openConfiguredDatabase } from '../plugins/infra/db.js';
 import { DataDirBusyError } from '../db/data-dir-lock.js';
 import { listMigrations, migrateToLatest, MigrationError } from '../db/migrate.js';
@@ -36,6 +38,7 @@ Commands:
   migrate                apply pending database migrations (--status to list them)
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
+  keys <subcommand>      signing keys: list, rotate, retire
   env                    list every environment variable with its default
 
 Global options:
@@ -76,6 +79,15 @@ Options for create and update:
   --post-verification-path PATH   path on the app's origin after e-mail verification
   --scope SCOPE                   allowed scope; repeat (default: openid profile email offline_access)
   --disabled / --enabled          create disabled, or enable/disable on update`,
+  keys: `Usage: idp keys <list|rotate|retire> [options]
+
+  list                 published keys: next (published, not signing), current (signing), retired
+  rotate [--force]     next becomes current, current becomes retired, a new next is published.
+                       Refused while the next key is younger than the JWKS cache lifetime plus the
+                       refresh interval (360 s), unless --force. Running servers pick it up within 60 s.
+  retire <kid> --yes   stop publishing a next or retired key now (e.g. a compromised key)
+
+Needs SECRET_KEY (in development, the one generated in DATA_DIR).`,
   users: `Usage: idp users <create|list|show|update|enable|disable|delete> [options]
 
   create   --email EMAIL [--password-stdin | --password PASSWORD] [options]
@@ -380,6 +392,32 @@ async function usersCommand(sub: string | undefined, rest: string[], io: Io): Pr
   });
 }
 
+async function keysCommand(sub: string | undefined, rest: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(rest, sub === 'rotate' ? { force: { type: 'boolean' } } : {});
+  if (values.help || !sub) return io.out(HELP.keys!);
+  if (!['list', 'rotate', 'retire'].includes(sub)) throw new UsageError(`unknown subcommand "keys ${sub}" (see idp keys --help)`);
+  const config = resolveSecretKey(loadCliConfig(io), { warn: () => {} });
+  await withDatabase(config, `idp keys ${sub}`, async ({ db }) => {
+    const service = createSigningKeyService({ db, secretKey: config.secretKey!, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS, refreshSeconds: KEYS_REFRESH_SECONDS });
+    let keys;
+    if (sub === 'list') {
+      if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+      keys = await service.list();
+    } else if (sub === 'rotate') {
+      if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+      keys = await service.rotate(actor(), { force: Boolean(values.force) });
+      if (!values.json) io.err('Rotated. Running servers sign with the new current key within 60 s.');
+    } else {
+      const kid = one(positionals, 'key id');
+      if (!values.yes) throw new UsageError(`retiring ${kid} removes it from the JWKS now: tokens it signed stop verifying. Add --yes to confirm`);
+      keys = await service.retire(kid, actor());
+    }
+    if (values.json) return io.out(JSON.stringify({ items: keys }, null, 2));
+    if (keys.length === 0) return io.out('No keys yet: the server generates them at its first start.');
+    io.out(table([['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATED', 'RETIRED'], ...keys.map((k) => [k.kid, k.alg, k.state, k.createdAt, k.activatedAt ?? '-', k.retiredAt ?? '-'])]));
+  });
+}
+
 async function migrateCommand(rest: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(rest, { status: { type: 'boolean' } });
   if (values.help) return io.out(HELP.migrate!);
@@ -435,6 +473,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return 0;
       case 'users':
         await usersCommand(rest[0]?.startsWith('-') ? undefined : rest[0], rest[0]?.startsWith('-') ? rest : rest.slice(1), io);
+        return 0;
+      case 'keys':
+        await keysCommand(rest[0]?.startsWith('-') ? undefined : rest[0], rest[0]?.startsWith('-') ? rest : rest.slice(1), io);
         return 0;
       case 'env':
         for (const v of describeEnv()) io.out(`${v.name.padEnd(28)}${String(v.default ?? '(unset)').padEnd(24)}${v.description}`);

@@ -19,3 +19,37 @@ export async function insertCurrentKeyIfNone(db: Db, row: Insertable<SigningKeys
     values (${row.kid}, ${row.alg}, 'current', ${row.public_jwk}::jsonb, ${row.private_jwk}, now())
     on conflict do nothing`.execute(db);
 }
+
+export async function lockAllKeys(db: Db): Promise<SigningKeyRow[]> {
+  return db.selectFrom('signing_keys').selectAll().orderBy('created_at').forUpdate().execute();
+}
+
+export async function insertKey(db: Db, row: { kid: string; alg: string; state: 'next' | 'current'; public_jwk: string; private_jwk: string }): Promise<void> {
+  await db
+    .insertInto('signing_keys')
+    .values({ ...row, ...(row.state === 'current' ? { activated_at: sql`now()` as unknown as Date } : {}) })
+    .execute();
+}
+
+export async function setKeyState(db: Db, kid: string, state: 'current' | 'retired'): Promise<void> {
+  await db
+    .updateTable('signing_keys')
+    .set(state === 'current' ? { state, activated_at: sql`now()` as unknown as Date } : { state, retired_at: sql`now()` as unknown as Date })
+    .where('kid', '=', kid)
+    .execute();
+}
+
+export async function deleteKey(db: Db, kid: string): Promise<boolean> {
+  const r = await db.deleteFrom('signing_keys').where('kid', '=', kid).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/** Retired keys past the longest lifetime of a token they signed are no longer published. */
+export async function deleteExpiredRetiredKeys(db: Db, olderThanSeconds: number): Promise<number> {
+  const r = await db
+    .deleteFrom('signing_keys')
+    .where('state', '=', 'retired')
+    .where(sql<boolean>`retired_at < now() - make_interval(secs => ${olderThanSeconds})`)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

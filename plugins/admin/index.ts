@@ -76,6 +76,31 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     },
   );
 
+  // Signing keys
+  const KeyList = Type.Object({ items: Type.Array(Type.Object({
+    kid: Type.String(), alg: Type.String(), state: Type.Union([Type.Literal('next'), Type.Literal('current'), Type.Literal('retired')]),
+    createdAt: Type.String(), activatedAt: Type.Union([Type.String(), Type.Null()]), retiredAt: Type.Union([Type.String(), Type.Null()]),
+  })) });
+  app.get('/keys', { schema: { response: { 200: KeyList, ...errors } } }, async () => ({ items: await app.signingKeys.list() }));
+  app.post(
+    '/keys/rotate',
+    { schema: { body: Type.Optional(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })), response: { 200: KeyList, ...errors } } },
+    async (request) => {
+      const items = await app.signingKeys.rotate(context(request), { force: request.body?.force ?? false });
+      app.keys.invalidate();
+      return { items };
+    },
+  );
+  app.post(
+    '/keys/:kid/retire',
+    { schema: { params: Type.Object({ kid: Type.String({ minLength: 1, maxLength: 128 }) }), response: { 200: KeyList, ...errors } } },
+    async (request) => {
+      const items = await app.signingKeys.retire(request.params.kid, context(request));
+      app.keys.invalidate();
+      return { items };
+    },
+  );
+
   // Users (":id" is the user id, or the e-mail address)
   app.get(
     '/users',

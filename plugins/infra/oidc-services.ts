@@ -11,6 +11,11 @@ import { createAuthorizationService, type AuthorizationService } from '../../src
 import { createMailer, type Mailer } from '../../src/mail/mailer.js';
 import { createRefreshGrant } from '../../src/services/refresh-grant.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
+import { createSigningKeyService, type SigningKeyService } from '../../src/services/signing-keys.js';
+
+/** JWKS responses may be cached this long; the key store re-reads the database this often. */
+export const JWKS_MAX_AGE_SECONDS = 300;
+export const KEYS_REFRESH_SECONDS = 60;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,6 +25,7 @@ declare module 'fastify' {
     authorization: AuthorizationService;
     refreshGrant: ReturnType<typeof createRefreshGrant>;
     tokens: TokenService;
+    signingKeys: SigningKeyService;
     mailer: Mailer;
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
@@ -36,9 +42,14 @@ export default fp(
   async function oidcServices(app: FastifyInstance, { config, mailer: givenMailer }: OidcServicesOptions) {
     if (!config.secretKey) throw new Error('SECRET_KEY is not resolved (call resolveSecretKey before buildApp)');
     const keys = new KeyStore(app.db, config.secretKey, {
+      refreshSeconds: KEYS_REFRESH_SECONDS,
       onGenerated: (kid) => app.log.info({ kid }, 'generated the first signing key'),
     });
     await keys.init();
+    const signingKeys = createSigningKeyService({ db: app.db, secretKey: config.secretKey, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS, refreshSeconds: KEYS_REFRESH_SECONDS });
+    // A next key is always published ahead of its use, so that a rotation never surprises a verifier.
+    await signingKeys.ensureNext();
+    keys.invalidate();
     const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log });
     const sessions = createSessionService({ db: app.db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
     const accounts = createAccountService({ db: app.db, config, sessions, mailer });
@@ -53,6 +64,7 @@ export default fp(
     app.decorate('authorization', authorization);
     app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));
     app.decorate('tokens', createTokenService({ db: app.db }));
+    app.decorate('signingKeys', signingKeys);
     app.decorate('sessionCookieName', cookieName);
     app.decorate('currentSession', (request: FastifyRequest) => {
       let p = resolved.get(request);

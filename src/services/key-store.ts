@@ -77,6 +77,11 @@ export class KeyStore {
     return this.#reload();
   }
 
+  /** Forget the cached set (after a rotation in this process); other instances refresh on their own. */
+  invalidate(): void {
+    if (this.#snapshot) this.#snapshot = { ...this.#snapshot, loadedAt: 0 };
+  }
+
   async jwks(): Promise<{ keys: jose.JWK[] }> {
     return { keys: (await this.#fresh()).published };
   }
