@@ -13,7 +13,7 @@
 //   the run creates idp_bench_<random> next to it (via the "postgres" database) and drops it afterwards.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { arch, cpus, loadavg, platform, tmpdir } from 'node:os';
@@ -118,6 +118,16 @@ function newestSourceMtime() {
   };
   for (const dir of ['src', 'plugins', 'schemas', 'db']) if (existsSync(join(root, dir))) walk(join(root, dir));
   return newest;
+}
+
+/** CPU seconds (user + system) of a process so far, from /proc; undefined elsewhere. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return undefined;
+  }
 }
 
 function git(...args) {
@@ -336,7 +346,8 @@ async function sessionFlow(user, browser) {
 }
 
 // ------------------------------------------------------------------------------------------- scenario
-let interrupted = false;
+let interrupted = false; // Ctrl-C or SIGTERM
+let serverDied = false;
 let serverProcess;
 
 async function runScenario(name, steps, flow) {
@@ -347,7 +358,9 @@ async function runScenario(name, steps, flow) {
   let completed = 0;
   const started = now();
   let lastDone = started;
-  const stop = () => interrupted || errors.length >= MAX_ERRORS || now() >= deadline;
+  const serverCpu0 = cpuSeconds(serverProcess.pid);
+  const clientCpu0 = process.cpuUsage();
+  const stop = () => interrupted || serverDied || errors.length >= MAX_ERRORS || now() >= deadline;
 
   await Promise.all(
     users.map(async (user, vu) => {
@@ -358,10 +371,11 @@ async function runScenario(name, steps, flow) {
           completed++;
           lastDone = now();
         } catch (error) {
+          if (interrupted) break; // a flow cut short by Ctrl-C is not a server error
           errors.push({ step: error.step ?? 'network', status: error.status, message: error.message });
           if (serverProcess.exitCode !== null || serverProcess.signalCode !== null) {
-            errors.push({ step: 'server', message: `the server exited (${serverProcess.exitCode ?? serverProcess.signalCode})` });
-            interrupted = true;
+            if (!serverDied) errors.push({ step: 'server', message: `the server exited (${serverProcess.exitCode ?? serverProcess.signalCode})` });
+            serverDied = true;
           }
         }
       }
@@ -369,8 +383,11 @@ async function runScenario(name, steps, flow) {
   );
   const elapsed = (lastDone - started) / 1000;
   const finished = (now() - started) / 1000;
+  const serverCpu = cpuSeconds(serverProcess.pid) - serverCpu0;
+  const clientUsage = process.cpuUsage(clientCpu0);
+  const clientCpu = (clientUsage.user + clientUsage.system) / 1e6;
 
-  console.log(`\nscenario "${name}": ${completed} flows in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} flows/s` +
+  console.log(`\nscenario "${name}"${interrupted ? ' (INTERRUPTED)' : ''}: ${completed} flows in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} flows/s` +
     ` (${VUS} users; last flow ended ${elapsed.toFixed(2)} s after the start, all users done after ${finished.toFixed(2)} s), errors ${errors.length}`);
   const rows = [['step', 'n', 'p50 ms', 'p99 ms', 'mean ms', 'max ms']];
   for (const [step, xs] of Object.entries(samples)) {
@@ -380,6 +397,8 @@ async function runScenario(name, steps, flow) {
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const r of rows) console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
+  const share = (seconds) => (Number.isNaN(seconds) ? '?' : `${((seconds / finished) * 100).toFixed(0)}%`);
+  console.log(`  CPU (share of one core): server process ${share(serverCpu)} (all threads, argon2id included), this driver ${share(clientCpu)}; PostgreSQL not counted`);
   console.log(`  HTTP statuses: ${[...statusCounts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(', ')}`);
   if (errors.length) {
     const byKind = new Map();
@@ -491,22 +510,25 @@ function cleanup() {
   return cleaning;
 }
 
+// First signal: no new flows; the in-flight ones end, then the finally block cleans up (or, if that takes
+// more than 10 s, the timer does). A second signal kills the server at once, drops the database and exits.
 let signals = 0;
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     signals++;
     interrupted = true;
-    if (signals > 1) {
-      if (serverProcess?.pid) {
-        try {
-          process.kill(-serverProcess.pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-      process.exit(130);
+    if (signals === 1) {
+      console.error(`\nflow.js: ${signal}: finishing in-flight flows, then stopping the server and dropping the database (again to stop at once)`);
+      setTimeout(() => cleanup().finally(() => process.exit(130)), 10_000).unref();
+      return;
     }
-    console.error(`\nflow.js: ${signal}: stopping the server and dropping the database…`);
+    if (serverProcess?.pid) {
+      try {
+        process.kill(-serverProcess.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
     cleanup().finally(() => process.exit(130));
   });
 }
@@ -514,13 +536,19 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 // ----------------------------------------------------------------------------------------------- main
 let users = [];
 
+class Interrupted extends Error {}
+const checkpoint = () => {
+  if (interrupted) throw new Interrupted('interrupted during setup');
+};
+
 async function main() {
   const cliJs = join(root, 'dist', 'src', 'cli.js');
   if (!opts['no-build'] && (!existsSync(cliJs) || statSync(cliJs).mtimeMs < newestSourceMtime())) {
     console.log('building (dist/ is missing or older than the sources): npm run build');
     const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error(`npm run build failed (exit ${r.status})`);
+    if (r.status !== 0) throw new Error(`npm run build failed (exit ${r.status ?? r.signal})`);
   }
+  checkpoint();
 
   const loadStart = fmtLoad();
   const port = await freePort();
@@ -532,16 +560,18 @@ async function main() {
   const adminToken = b64url(randomBytes(32));
 
   // A fresh database for this run.
-  dbName = `idp_bench_${randomBytes(4).toString('hex')}`;
+  const name = `idp_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: dbUrlFor('postgres'), connectionTimeoutMillis: 10_000 });
   let pgVersion;
   try {
     await admin.connect();
     pgVersion = (await admin.query('SHOW server_version')).rows[0].server_version;
-    await admin.query(`CREATE DATABASE "${dbName}"`);
+    await admin.query(`CREATE DATABASE "${name}"`);
+    dbName = name; // from here on, cleanup drops it
   } finally {
     await admin.end().catch(() => {});
   }
+  checkpoint();
   dataDir = mkdtempSync(join(tmpdir(), 'idp-bench-flow-'));
 
   // Only these variables: nothing from the caller's shell changes the server's configuration.
@@ -575,6 +605,7 @@ async function main() {
   );
 
   const ready = await startServerProcess(env);
+  checkpoint();
   console.log(`setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`);
 
   const adminHeaders = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', accept: 'application/json' };
@@ -600,19 +631,21 @@ async function main() {
     }),
   );
   console.log(`setup: application and ${users.length} users created in ${(now() - t).toFixed(0)} ms`);
+  checkpoint();
 
   // Warm-up: one flow per user with consent (remembered from then on); the browsers keep their sessions.
   t = now();
   const browsers = await Promise.all(users.map(async (user) => (await passwordFlow(user, new Browser(), true)).browser));
   console.log(`setup: warm-up, one flow with consent per user, in ${(now() - t).toFixed(0)} ms`);
+  checkpoint();
 
   const results = {};
-  if (opts.scenario !== 'session' && !interrupted) {
+  if (opts.scenario !== 'session' && !interrupted && !serverDied) {
     results.password = await runScenario('password (new browser each flow; sign-in with argon2id)', ['authorize', 'sign-in', 'continue', 'token', 'userinfo'], (user) =>
       passwordFlow(user),
     );
   }
-  if (opts.scenario !== 'password' && !interrupted) {
+  if (opts.scenario !== 'password' && !interrupted && !serverDied) {
     results.session = await runScenario('session (session cookie kept; no password check)', ['authorize', 'token', 'userinfo'], (user, vu) =>
       sessionFlow(user, browsers[vu]),
     );
@@ -622,15 +655,17 @@ async function main() {
     ` (by level: ${[...serverLog.levels].map(([l, n]) => `${l} ${n}`).join(', ') || 'none'})`);
   for (const line of serverLog.warnOrAbove.slice(0, 10)) console.log(`  ${line.slice(0, 400)}`);
   console.log(`load average at end: ${fmtLoad()}`);
-  if (interrupted || Object.values(results).some((r) => r.errors > 0)) process.exitCode = 1;
+  if (serverDied || Object.values(results).some((r) => r.errors > 0)) process.exitCode = 1;
+  if (interrupted) process.exitCode = 130;
 }
 
 try {
   await main();
 } catch (error) {
-  console.error(`flow.js: ${error.stack ?? error}`);
+  if (interrupted) console.error(`flow.js: interrupted (${error.message})`);
+  else console.error(`flow.js: ${error.stack ?? error}`);
   if (serverLog.tail.length) console.error(`last server output:\n${serverLog.tail.join('\n')}`);
-  process.exitCode = 1;
+  process.exitCode = interrupted ? 130 : 1;
 } finally {
   await cleanup();
 }

@@ -69,6 +69,12 @@ export const EnvSchema = Type.Object({
     default: 0,
     description: 'a whole number of seconds from 0 to 300 (a retry of a just-rotated refresh token within it gets the same successor)',
   }),
+  CLEANUP_INTERVAL: Type.Integer({
+    minimum: 0,
+    maximum: 86400,
+    default: 60,
+    description: 'a whole number of seconds from 0 to 86400 between clean-up runs (0 turns the job off)',
+  }),
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
@@ -100,6 +106,7 @@ export interface Config {
   staticApplicationsFile: string | undefined;
   logLevel: string;
   shutdownTimeoutSeconds: number;
+  cleanupIntervalSeconds: number;
   ttl: {
     accessToken: number;
     idToken: number;
@@ -261,6 +268,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       : undefined,
     logLevel: parsed.LOG_LEVEL,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
+    cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     ttl: {
       accessToken: parsed.ACCESS_TOKEN_TTL,
       idToken: parsed.ID_TOKEN_TTL,

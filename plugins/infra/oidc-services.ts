@@ -12,6 +12,7 @@ import { createMailer, type Mailer } from '../../src/mail/mailer.js';
 import { createRefreshGrant } from '../../src/services/refresh-grant.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
 import { createSigningKeyService, type SigningKeyService } from '../../src/services/signing-keys.js';
+import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
 
 /** JWKS responses may be cached this long; the key store re-reads the database this often. */
 export const JWKS_MAX_AGE_SECONDS = 300;
@@ -26,6 +27,7 @@ declare module 'fastify' {
     refreshGrant: ReturnType<typeof createRefreshGrant>;
     tokens: TokenService;
     signingKeys: SigningKeyService;
+    cleanup: CleanupJob;
     mailer: Mailer;
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
@@ -74,7 +76,14 @@ export default fp(
       }
       return p;
     });
-    app.addHook('onClose', async () => mailer.close());
+    const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
+    app.decorate('cleanup', cleanup);
+    app.addHook('onReady', async () => cleanup.start(config.cleanupIntervalSeconds));
+    // Stop the job before the database closes (onClose hooks run in reverse registration order).
+    app.addHook('onClose', async () => {
+      await cleanup.stop();
+      mailer.close();
+    });
   },
   { name: 'oidc-services', dependencies: ['db', 'services'] },
 );

@@ -1,0 +1,35 @@
+// Deletes expired rows in small batches. `for update skip locked` lets several instances run the job at
+// once without waiting on each other or on requests that hold a row.
+import { sql } from 'kysely';
+import type { Db } from '../create-db.js';
+
+export interface ExpiryRule {
+  table: string;
+  /** SQL condition over the table's columns; only fixed text from this file, never input. */
+  where: string;
+}
+
+export function expiryRules(options: { sessionIdleSeconds: number }): ExpiryRule[] {
+  const idle = Math.floor(options.sessionIdleSeconds);
+  return [
+    { table: 'authorization_codes', where: 'expires_at < now()' },
+    { table: 'authorization_requests', where: 'expires_at < now()' },
+    { table: 'access_tokens', where: 'expires_at < now()' },
+    { table: 'refresh_tokens', where: 'expires_at < now() or absolute_expires_at < now()' },
+    { table: 'email_verification_tokens', where: 'expires_at < now()' },
+    { table: 'sessions', where: `expires_at < now() or last_seen_at < now() - interval '${idle} seconds'` },
+  ];
+}
+
+export async function deleteExpiredBatch(db: Db, rule: ExpiryRule, batchSize: number): Promise<number> {
+  const result = await sql`delete from ${sql.table(rule.table)} where ctid in (
+      select ctid from ${sql.table(rule.table)} where ${sql.raw(rule.where)} limit ${batchSize} for update skip locked)`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** The plaintext successors kept for the refresh grace window are wiped once it has passed. */
+export async function wipeExpiredSuccessors(db: Db, graceSeconds: number): Promise<number> {
+  const result = await sql`update refresh_tokens set successor_sealed = null, successor_access_sealed = null
+    where successor_sealed is not null and used_at < now() - make_interval(secs => ${graceSeconds})`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -1,0 +1,55 @@
+// The clean-up job: expired codes, tokens, sessions, pending requests and verification links, plus
+// retired signing keys past the longest ID-token lifetime. Small batches, a pause between them, so it
+// never holds up requests.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/create-db.js';
+import { deleteExpiredBatch, expiryRules, wipeExpiredSuccessors } from '../../db/repositories/cleanup.js';
+import { deleteExpiredRetiredKeys } from '../../db/repositories/signing-keys.js';
+import type { Config } from '../config.js';
+
+export function createCleanupJob(deps: { db: Db; config: Config; log: FastifyBaseLogger; batchSize?: number; jwksMaxAgeSeconds: number }) {
+  const batchSize = deps.batchSize ?? 500;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<Record<string, number>> | undefined;
+
+  async function runOnce(): Promise<Record<string, number>> {
+    const deleted: Record<string, number> = {};
+    for (const rule of expiryRules({ sessionIdleSeconds: deps.config.ttl.sessionIdle })) {
+      let total = 0;
+      for (;;) {
+        const n = await deleteExpiredBatch(deps.db, rule, batchSize);
+        total += n;
+        if (n < batchSize) break;
+        await new Promise((r) => setImmediate(r)); // let requests in between batches
+      }
+      deleted[rule.table] = total;
+    }
+    deleted.refresh_successors_wiped = await wipeExpiredSuccessors(deps.db, deps.config.ttl.refreshTokenGrace);
+    // A retired key stays published while an ID token it signed may still be checked, plus a JWKS cache.
+    deleted.signing_keys = await deleteExpiredRetiredKeys(deps.db, deps.config.ttl.idToken + deps.jwksMaxAgeSeconds);
+    const sum = Object.values(deleted).reduce((a, b) => a + b, 0);
+    if (sum > 0) deps.log.info({ deleted }, 'clean-up removed expired rows');
+    return deleted;
+  }
+
+  return {
+    runOnce(): Promise<Record<string, number>> {
+      running ??= runOnce().finally(() => (running = undefined));
+      return running;
+    },
+    start(intervalSeconds: number) {
+      if (intervalSeconds <= 0 || timer) return;
+      timer = setInterval(() => {
+        this.runOnce().catch((error: unknown) => deps.log.warn({ err: error }, 'clean-up failed; will retry'));
+      }, intervalSeconds * 1000);
+      timer.unref();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      await running?.catch(() => undefined);
+    },
+  };
+}
+
+export type CleanupJob = ReturnType<typeof createCleanupJob>;
