@@ -28,7 +28,7 @@ export interface ApplicationsTable {
   allowed_web_origins: Json<string[]>;
   post_verification_redirect_path: string | null;
   allowed_scopes: Json<string[]>;
-  post_logout_redirect_uris: Generated<Json<string[]>>;
+  post_logout_redirect_uris: ColumnType<string[], string | undefined, string>;
   enabled: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -24,6 +24,7 @@ import authorizePlugin from '../plugins/oidc/authorize.js';
 import tokenPlugin from '../plugins/oidc/token.js';
 import userinfoPlugin from '../plugins/oidc/userinfo.js';
 import revokePlugin from '../plugins/oidc/revoke.js';
+import endSessionPlugin from '../plugins/oidc/end-session.js';
 import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
 
@@ -107,6 +108,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(authorizePlugin, { prefix: issuerPath, config, loginPath });
   await app.register(tokenPlugin, { prefix: issuerPath });
   await app.register(revokePlugin, { prefix: issuerPath });
+  await app.register(endSessionPlugin, { prefix: issuerPath, config, loginPath });
   await app.register(userinfoPlugin, { prefix: issuerPath, sessionIdleSeconds: config.ttl.sessionIdle });
   await app.register(loginApi, { prefix: issuerPath, config });
   // The hosted login pages (the spec's "Main web").

@@ -12,6 +12,7 @@ import { StaticApplicationsError, loadStaticApplications } from './static-applic
 import { createApplicationService, type ActorContext } from './services/applications.js';
 import { createUserService } from './services/users.js';
 import { createSigningKeyService } from './services/signing-keys.js';
+import { createUserAccessService } from './services/user-access.js';
 import { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from '../plugins/infra/oidc-services.js';
 import { openConfiguredDatabase } from '../plugins/infra/db.js';
 import { DataDirBusyError } from '../db/data-dir-lock.js';
@@ -76,6 +77,7 @@ Options for create and update:
   --logo-url URL                  https URL ("" clears it on update)
   --redirect-uri URI              exact redirect URI; repeat for several
   --origin ORIGIN                 allowed web origin for browser CORS; repeat for several
+  --post-logout-redirect-uri URI  where RP-initiated logout may return; repeat for several
   --post-verification-path PATH   path on the app's origin after e-mail verification
   --scope SCOPE                   allowed scope; repeat (default: openid profile email offline_access)
   --disabled / --enabled          create disabled, or enable/disable on update`,
@@ -97,6 +99,8 @@ Needs SECRET_KEY (in development, the one generated in DATA_DIR).`,
   enable   <id or email>
   disable  <id or email>
   delete   <id or email> --yes
+  sessions <id or email> [--revoke [--session ID]]   list, or revoke all (or one) sessions and their tokens
+  grants   <id or email> [--revoke [--grant ID]]     list, or revoke all (or one) grants, their tokens and consents
 
 Options for create and update:
   --email EMAIL                   update only changes it when given
@@ -115,6 +119,7 @@ const APP_OPTIONS = {
   'logo-url': { type: 'string' },
   'redirect-uri': { type: 'string', multiple: true },
   origin: { type: 'string', multiple: true },
+  'post-logout-redirect-uri': { type: 'string', multiple: true },
   'post-verification-path': { type: 'string' },
   scope: { type: 'string', multiple: true },
   disabled: { type: 'boolean' },
@@ -185,6 +190,7 @@ function describeApp(a: Application): string {
     ['Source', a.source],
     ['Redirect URIs', a.redirectUris.join('\n') || '-'],
     ['Web origins', a.allowedWebOrigins.join('\n') || '-'],
+    ['Post-logout URIs', a.postLogoutRedirectUris.join('\n') || '-'],
     ['Allowed scopes', a.allowedScopes.join(' ')],
     ['Description', a.clientDescription ?? '-'],
     ['Logo URL', a.clientLogoUrl ?? '-'],
@@ -270,6 +276,7 @@ async function appsCommand(sub: string | undefined, rest: string[], io: Io): Pro
     clientLogoUrl: clearable(values['logo-url']),
     redirectUris: values['redirect-uri'] as string[] | undefined,
     allowedWebOrigins: values.origin as string[] | undefined,
+    postLogoutRedirectUris: values['post-logout-redirect-uri'] as string[] | undefined,
     postVerificationRedirectPath: clearable(values['post-verification-path']),
     allowedScopes: values.scope as string[] | undefined,
     enabled: sub === 'create' || sub === 'update' ? flagPair(values, 'enabled', 'disabled') : undefined,
@@ -320,9 +327,15 @@ async function appsCommand(sub: string | undefined, rest: string[], io: Io): Pro
 }
 
 async function usersCommand(sub: string | undefined, rest: string[], io: Io): Promise<void> {
-  const options = sub === 'list' ? LIST_OPTIONS : sub === 'create' || sub === 'update' ? USER_OPTIONS : {};
+  const options: ParseArgsConfig['options'] =
+    sub === 'list' ? LIST_OPTIONS
+    : sub === 'create' || sub === 'update' ? USER_OPTIONS
+    : sub === 'sessions' ? ({ revoke: { type: 'boolean' }, session: { type: 'string' } } as const)
+    : sub === 'grants' ? ({ revoke: { type: 'boolean' }, grant: { type: 'string' } } as const)
+    : {};
   const { values, positionals } = parse(rest, options);
   if (values.help || !sub) return io.out(HELP.users!);
+  if (sub === 'sessions' || sub === 'grants') return userAccessCommand(sub, values, positionals, io);
   if (!['create', 'list', 'show', 'update', 'enable', 'disable', 'delete'].includes(sub)) {
     throw new UsageError(`unknown subcommand "users ${sub}" (see idp users --help)`);
   }
@@ -389,6 +402,30 @@ async function usersCommand(sub: string | undefined, rest: string[], io: Io): Pr
         return io.out(json ? JSON.stringify({ deleted: ref }) : `Deleted user ${ref}`);
       }
     }
+  });
+}
+
+async function userAccessCommand(sub: 'sessions' | 'grants', values: Values, positionals: string[], io: Io): Promise<void> {
+  const ref = one(positionals, 'user id or e-mail');
+  const single = (values.session ?? values.grant) as string | undefined;
+  if (single && !values.revoke) throw new UsageError(`--${sub === 'sessions' ? 'session' : 'grant'} goes with --revoke`);
+  const config = loadCliConfig(io);
+  await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
+    const access = createUserAccessService({ db, users: createUserService({ db }) });
+    if (values.revoke) {
+      const result = sub === 'sessions' ? await access.revokeSessions(ref, actor(), single) : await access.revokeGrants(ref, actor(), single);
+      return io.out(values.json ? JSON.stringify(result) : `Revoked ${'sessions' in result ? `${result.sessions} session(s) and ` : ''}${result.grants} grant(s) with their tokens`);
+    }
+    if (sub === 'sessions') {
+      const items = await access.listSessions(ref);
+      if (values.json) return io.out(JSON.stringify({ items }, null, 2));
+      if (!items.length) return io.out('No sessions.');
+      return io.out(table([['SESSION', 'ACTIVE', 'SIGNED IN', 'LAST SEEN', 'IP'], ...items.map((s) => [s.id, s.active ? 'yes' : 'no', s.authTime, s.lastSeenAt, s.ip ?? '-'])]));
+    }
+    const items = await access.listGrants(ref);
+    if (values.json) return io.out(JSON.stringify({ items }, null, 2));
+    if (!items.length) return io.out('No grants.');
+    io.out(table([['GRANT', 'CLIENT ID', 'SCOPE', 'CREATED', 'REVOKED'], ...items.map((g) => [g.id, g.clientId, g.scope, g.createdAt, g.revokedAt ?? '-'])]));
   });
 }
 

@@ -59,6 +59,7 @@ export function parseStaticApplications(json: unknown, file: string): Applicatio
       clientLogoUrl: a.clientLogoUrl ?? null,
       redirectUris: a.redirectUris,
       allowedWebOrigins: a.allowedWebOrigins ?? [],
+      postLogoutRedirectUris: a.postLogoutRedirectUris ?? [],
       postVerificationRedirectPath: a.postVerificationRedirectPath ?? null,
       allowedScopes: a.allowedScopes ?? [...DEFAULT_ALLOWED_SCOPES],
       enabled: a.enabled ?? true,

@@ -193,3 +193,27 @@ export async function revokeSessionAccessTokens(db: Db, sessionIds: string[]): P
   if (sessionIds.length === 0) return;
   await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute();
 }
+
+export async function listUserGrants(db: Db, userId: string) {
+  return db.selectFrom('grants').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').execute();
+}
+
+/** Grants of the user (all, one, or those of some sessions) that are still live. */
+export async function liveGrantIds(db: Db, userId: string, filter: { grantId?: string; sessionIds?: string[] } = {}): Promise<string[]> {
+  let q = db.selectFrom('grants').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null);
+  if (filter.grantId) q = q.where('id', '=', filter.grantId);
+  if (filter.sessionIds) {
+    if (filter.sessionIds.length === 0) return [];
+    q = q.where('session_id', 'in', filter.sessionIds);
+  }
+  return (await q.execute()).map((r) => r.id);
+}
+
+export async function deleteConsents(db: Db, userId: string, clientIds?: string[]): Promise<void> {
+  let q = db.deleteFrom('consents').where('user_id', '=', userId);
+  if (clientIds) {
+    if (clientIds.length === 0) return;
+    q = q.where('client_id', 'in', clientIds);
+  }
+  await q.execute();
+}

@@ -43,3 +43,14 @@ export async function revokeSessionByHash(db: Db, tokenHash: string): Promise<Se
     .returningAll()
     .executeTakeFirst();
 }
+
+export async function listUserSessions(db: Db, userId: string): Promise<SessionRow[]> {
+  return db.selectFrom('sessions').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').execute();
+}
+
+/** Revokes the user's live sessions (one, or all); returns the ids revoked. */
+export async function revokeUserSessions(db: Db, userId: string, sessionId?: string): Promise<string[]> {
+  let q = db.updateTable('sessions').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+  if (sessionId) q = q.where('id', '=', sessionId);
+  return (await q.returning('id').execute()).map((r) => r.id);
+}

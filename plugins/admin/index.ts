@@ -133,6 +133,45 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
       async (request) => users.setDisabled(request.params.id, disabled, context(request)),
     );
   }
+  // A user's sessions and grants
+  const Nullable = Type.Union([Type.String(), Type.Null()]);
+  const SessionList = Type.Object({ items: Type.Array(Type.Object({
+    id: Type.String(), authTime: Type.String(), createdAt: Type.String(), lastSeenAt: Type.String(), expiresAt: Type.String(),
+    revokedAt: Nullable, active: Type.Boolean(), ip: Nullable, userAgent: Nullable,
+  })) });
+  const GrantList = Type.Object({ items: Type.Array(Type.Object({
+    id: Type.String(), clientId: Type.String(), scope: Type.String(), sessionId: Nullable, createdAt: Type.String(), revokedAt: Nullable,
+  })) });
+  const Counts = Type.Object({ sessions: Type.Optional(Type.Integer()), grants: Type.Integer() });
+  app.get('/users/:id/sessions', { schema: { params: UserIdParamsSchema, response: { 200: SessionList, ...errors } } }, async (request) => ({
+    items: await app.services.access.listSessions(request.params.id),
+  }));
+  app.post('/users/:id/sessions/revoke', { schema: { params: UserIdParamsSchema, response: { 200: Counts, ...errors } } }, async (request) =>
+    app.services.access.revokeSessions(request.params.id, context(request)),
+  );
+  app.delete(
+    '/users/:id/sessions/:sessionId',
+    { schema: { params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 320 }), sessionId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      await app.services.access.revokeSessions(request.params.id, context(request), request.params.sessionId);
+      return reply.code(204).send(null);
+    },
+  );
+  app.get('/users/:id/grants', { schema: { params: UserIdParamsSchema, response: { 200: GrantList, ...errors } } }, async (request) => ({
+    items: await app.services.access.listGrants(request.params.id),
+  }));
+  app.post('/users/:id/grants/revoke', { schema: { params: UserIdParamsSchema, response: { 200: Counts, ...errors } } }, async (request) =>
+    app.services.access.revokeGrants(request.params.id, context(request)),
+  );
+  app.delete(
+    '/users/:id/grants/:grantId',
+    { schema: { params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 320 }), grantId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      await app.services.access.revokeGrants(request.params.id, context(request), request.params.grantId);
+      return reply.code(204).send(null);
+    },
+  );
+
   app.delete(
     '/users/:id',
     { schema: { params: UserIdParamsSchema, response: { 204: Type.Null(), ...errors } } },

@@ -3,10 +3,11 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { createApplicationService, type ApplicationService, type StaticApplications } from '../../src/services/applications.js';
 import { createUserService, type UserService } from '../../src/services/users.js';
+import { createUserAccessService, type UserAccessService } from '../../src/services/user-access.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    services: { applications: ApplicationService; users: UserService };
+    services: { applications: ApplicationService; users: UserService; access: UserAccessService };
     staticApplications: StaticApplications;
   }
 }
@@ -18,9 +19,11 @@ export interface ServicesPluginOptions {
 export default fp(
   async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptions) {
     app.decorate('staticApplications', options.staticApplications);
+    const users = createUserService({ db: app.db });
     app.decorate('services', {
       applications: createApplicationService({ db: app.db, staticApplications: options.staticApplications }),
-      users: createUserService({ db: app.db }),
+      users,
+      access: createUserAccessService({ db: app.db, users }),
     });
   },
   { name: 'services', dependencies: ['db'] },

@@ -1,6 +1,5 @@
 // The hosted login pages under LOGIN_URL's path: sign-in, sign-up, e-mail verification, consent,
 // sign-out. Forms work without JavaScript; every POST carries a double-submit CSRF token.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
@@ -13,6 +12,7 @@ import type { SessionContext } from '../../src/services/sessions.js';
 import { sendDecision } from '../oidc/authorize.js';
 import { securityHeaders } from './security.js';
 import * as views from './views.js';
+import { createCsrf } from './csrf.js';
 
 const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String({ maxLength: 2048 }))]));
 const RequestQuery = Type.Object({ request: Type.Optional(Type.String({ maxLength: 128 })) });
@@ -27,29 +27,10 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { config, loginPath }) => {
-  const csrfCookie = config.cookieSecure ? '__Host-idp.csrf' : 'idp.csrf';
   const cookieBase = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
-  const trustedOrigins = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
-
-  function csrfToken(request: FastifyRequest, reply: FastifyReply): string {
-    const existing = request.cookies[csrfCookie];
-    if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
-    const token = randomBytes(32).toString('base64url');
-    reply.setCookie(csrfCookie, token, cookieBase);
-    return token;
-  }
-
-  function checkCsrf(request: FastifyRequest, form: Record<string, string | string[]>) {
-    const origin = request.headers.origin;
-    if (origin !== undefined && origin !== 'null' && !trustedOrigins.has(origin)) {
-      throw new AppError(403, 'CSRF', 'This form was sent from another site');
-    }
-    const cookie = request.cookies[csrfCookie];
-    const field = first(form.csrf);
-    if (!cookie || !field || cookie.length !== field.length || !timingSafeEqual(Buffer.from(cookie), Buffer.from(field))) {
-      throw new AppError(403, 'CSRF', 'This form has expired; go back, reload the page and try again');
-    }
-  }
+  const csrf = createCsrf(config);
+  const csrfToken = (request: FastifyRequest, reply: FastifyReply) => csrf.token(request, reply);
+  const checkCsrf = (request: FastifyRequest, form: Record<string, string | string[]>) => csrf.check(request, first(form.csrf));
 
   function page(reply: FastifyReply, body: string, status = 200) {
     securityHeaders(reply);

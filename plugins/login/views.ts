@@ -160,3 +160,20 @@ button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;padding:.65rem 1
 button.secondary{background:#e5e7eb;color:#1b1f24}
 .buttons{display:flex;gap:.75rem}strong{overflow-wrap:anywhere}.scopes{padding-left:1.2rem}.muted{color:#5b636e;font-size:.9rem}
 `;
+
+export function logoutConfirmPage(o: { loginPath: string; action: string; csrf: string; email: string; app?: AppBrand | undefined; fields: Record<string, string | undefined> }): string {
+  return layout({
+    title: 'Sign out',
+    loginPath: o.loginPath,
+    app: o.app,
+    body: html`<h1>Sign out?</h1>
+<p>You are signed in as <strong>${o.email}</strong>${o.app ? html`. ${o.app.clientName} asks to sign you out` : ''}.</p>
+<form method="post" action="${o.action}">
+${hidden('csrf', o.csrf)}${Object.entries(o.fields).map(([k, v]) => hidden(k, v))}
+<div class="buttons">
+<button type="submit" name="decision" value="sign-out">Sign out</button>
+<button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
+</div>
+</form>`,
+  });
+}

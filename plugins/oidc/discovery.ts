@@ -13,6 +13,7 @@ export function discoveryDocument(config: Config) {
     token_endpoint: `${issuer}/oauth2/token`,
     userinfo_endpoint: `${issuer}/oauth2/userinfo`,
     revocation_endpoint: `${issuer}/oauth2/revoke`,
+    end_session_endpoint: `${issuer}/oauth2/end-session`,
     revocation_endpoint_auth_methods_supported: ['none'],
     jwks_uri: `${issuer}/jwks`,
     scopes_supported: [...SCOPE_NAMES],

@@ -52,6 +52,10 @@ export function applicationProblems(input: Partial<ApplicationCreate>, prefix = 
   if (input.redirectUris && new Set(input.redirectUris).size !== input.redirectUris.length) {
     problems.push({ field: at('redirectUris'), message: 'must not contain duplicates' });
   }
+  input.postLogoutRedirectUris?.forEach((uri, i) => {
+    const problem = redirectUriProblem(uri);
+    if (problem) problems.push({ field: at(`postLogoutRedirectUris.${i}`), message: problem });
+  });
   input.allowedWebOrigins?.forEach((origin, i) => {
     const problem = webOriginProblem(origin);
     if (problem) problems.push({ field: at(`allowedWebOrigins.${i}`), message: problem });
@@ -78,6 +82,7 @@ export function toApplication(row: ApplicationRow): Application {
     clientLogoUrl: row.logo_url,
     redirectUris: row.redirect_uris,
     allowedWebOrigins: row.allowed_web_origins,
+    postLogoutRedirectUris: row.post_logout_redirect_uris,
     postVerificationRedirectPath: row.post_verification_redirect_path,
     allowedScopes: row.allowed_scopes,
     enabled: row.enabled,
@@ -159,6 +164,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           logo_url: input.clientLogoUrl ?? null,
           redirect_uris: JSON.stringify(input.redirectUris),
           allowed_web_origins: JSON.stringify(input.allowedWebOrigins ?? []),
+          post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
           post_verification_redirect_path: input.postVerificationRedirectPath ?? null,
           allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
           enabled: input.enabled ?? true,
@@ -192,6 +198,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         ...(input.clientLogoUrl !== undefined && { logo_url: input.clientLogoUrl }),
         ...(input.redirectUris !== undefined && { redirect_uris: JSON.stringify(input.redirectUris) }),
         ...(input.allowedWebOrigins !== undefined && { allowed_web_origins: JSON.stringify(input.allowedWebOrigins) }),
+        ...(input.postLogoutRedirectUris !== undefined && { post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris) }),
         ...(input.postVerificationRedirectPath !== undefined && {
           post_verification_redirect_path: input.postVerificationRedirectPath,
         }),

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import { insertSession, revokeSessionByHash, touchLiveSession, type SessionRow } from '../../db/repositories/sessions.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { revokeSessionAccessTokens } from '../../db/repositories/authorization.js';
 import type { UserRow } from '../../db/tables.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 
@@ -36,6 +37,8 @@ export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSec
       await db.transaction().execute(async (trx) => {
         const session = await revokeSessionByHash(trx, hashToken(token));
         if (session) {
+          // The session's access tokens end with it; offline tokens issued by refresh are not bound to it.
+          await revokeSessionAccessTokens(trx, [session.id]);
           await appendAuditEvent(trx, { type: 'session.revoked', userId: session.user_id, ip: actor.ip ?? null, detail: { sessionId: session.id, reason: 'sign-out' } });
         }
       });

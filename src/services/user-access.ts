@@ -1,0 +1,72 @@
+// What a user has signed in to: sessions and grants, for the admin API and the CLI. Revoking a
+// session ends it and every token issued in it, offline refresh tokens included (an admin revocation
+// is stronger than a sign-out). Revoking a grant ends its tokens and forgets the consent.
+import type { Db } from '../../db/create-db.js';
+import * as authz from '../../db/repositories/authorization.js';
+import * as sessions from '../../db/repositories/sessions.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { notFound } from '../errors.js';
+import type { ActorContext } from './applications.js';
+import type { UserService } from './users.js';
+
+const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
+
+export function createUserAccessService(deps: { db: Db; users: UserService }) {
+  const { db } = deps;
+  const userId = async (ref: string) => (await deps.users.get(ref)).id;
+
+  return {
+    async listSessions(ref: string) {
+      const rows = await sessions.listUserSessions(db, await userId(ref));
+      const now = Date.now();
+      return rows.map((s) => ({
+        id: s.id,
+        authTime: iso(s.auth_time)!,
+        createdAt: iso(s.created_at)!,
+        lastSeenAt: iso(s.last_seen_at)!,
+        expiresAt: iso(s.expires_at)!,
+        revokedAt: iso(s.revoked_at),
+        active: !s.revoked_at && new Date(s.expires_at).getTime() > now,
+        ip: s.ip,
+        userAgent: s.user_agent,
+      }));
+    },
+
+    async revokeSessions(ref: string, context: ActorContext, sessionId?: string): Promise<{ sessions: number; grants: number }> {
+      const id = await userId(ref);
+      return db.transaction().execute(async (trx) => {
+        const revoked = await sessions.revokeUserSessions(trx, id, sessionId);
+        if (sessionId && revoked.length === 0) throw notFound('SESSION_NOT_FOUND', `No live session ${sessionId} of this user`);
+        const grants = await authz.liveGrantIds(trx, id, { sessionIds: revoked });
+        for (const grantId of grants) await authz.revokeGrant(trx, grantId);
+        await authz.revokeSessionAccessTokens(trx, revoked);
+        for (const s of revoked) {
+          await appendAuditEvent(trx, { type: 'session.revoked', actor: context.actor, ip: context.ip, userId: id, detail: { sessionId: s, reason: 'admin' } });
+        }
+        return { sessions: revoked.length, grants: grants.length };
+      });
+    },
+
+    async listGrants(ref: string) {
+      const rows = await authz.listUserGrants(db, await userId(ref));
+      return rows.map((g) => ({ id: g.id, clientId: g.client_id, scope: g.scope, sessionId: g.session_id, createdAt: iso(g.created_at)!, revokedAt: iso(g.revoked_at) }));
+    },
+
+    async revokeGrants(ref: string, context: ActorContext, grantId?: string): Promise<{ grants: number }> {
+      const id = await userId(ref);
+      return db.transaction().execute(async (trx) => {
+        const grants = await authz.liveGrantIds(trx, id, grantId ? { grantId } : {});
+        if (grantId && grants.length === 0) throw notFound('GRANT_NOT_FOUND', `No live grant ${grantId} of this user`);
+        const rows = (await authz.listUserGrants(trx, id)).filter((g) => grants.includes(g.id));
+        for (const g of grants) await authz.revokeGrant(trx, g);
+        await authz.deleteConsents(trx, id, grantId ? [...new Set(rows.map((r) => r.client_id))] : undefined);
+        for (const g of rows) {
+          await appendAuditEvent(trx, { type: 'token.revoked', actor: context.actor, ip: context.ip, userId: id, clientId: g.client_id, detail: { grantId: g.id, reason: 'admin' } });
+        }
+        return { grants: grants.length };
+      });
+    },
+  };
+}
+
+export type UserAccessService = ReturnType<typeof createUserAccessService>;
