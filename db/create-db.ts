@@ -18,6 +18,20 @@ export interface DatabaseHandle {
   location: string;
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+  /** PostgreSQL only: LISTEN on a channel (see listenPostgres). */
+  listen?: (channel: string, handlers: ListenHandlers) => Listener;
+}
+
+export interface Listener {
+  /** Settles once the first LISTEN succeeded or failed (the listener keeps retrying either way). */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ListenHandlers {
+  onMessage: (payload: string) => void;
+  onReconnect: () => void;
+  onError: (error: unknown) => void;
 }
 
 export interface DatabaseOptions {
@@ -62,10 +76,12 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const url = options.databaseUrl;
     return {
       db,
       engine: 'postgres',
       location: describeDatabaseUrl(options.databaseUrl),
+      listen: (channel, handlers) => listenPostgres(url, channel, handlers),
       async ping(timeoutMs = 2000) {
         if (closed) throw new Error('database is closed');
         await withTimeout(sql`select 1`.execute(db), timeoutMs, 'PostgreSQL');
@@ -96,6 +112,71 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       closed = true;
       await db.destroy(); // the dialect closes PGlite, which flushes the data directory
       if (!pglite.closed) await pglite.close();
+    },
+  };
+}
+
+/**
+ * LISTEN on a PostgreSQL channel with a dedicated connection, reconnecting with backoff. Returns a
+ * stop function. (PGlite is one process: its changes are seen in-process, no listener needed.)
+ */
+export function listenPostgres(
+  databaseUrl: string,
+  channel: string,
+  handlers: ListenHandlers,
+): Listener {
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let delay = 500;
+  let timer: NodeJS.Timeout | undefined;
+  let settle: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (settle = resolve));
+  const connect = async () => {
+    if (stopped) return settle();
+    const c = new pg.Client({ connectionString: databaseUrl });
+    c.on('notification', (n) => {
+      if (n.channel === channel) handlers.onMessage(n.payload ?? '');
+    });
+    c.on('error', (error) => {
+      handlers.onError(error);
+      retry();
+    });
+    try {
+      await c.connect();
+      await c.query(`listen ${channel}`);
+      if (stopped) {
+        await c.end().catch(() => {});
+        return settle();
+      }
+      client = c;
+      delay = 500;
+      // Anything may have changed while we were not listening.
+      handlers.onReconnect();
+    } catch (error) {
+      handlers.onError(error);
+      c.end().catch(() => {});
+      retry();
+    }
+    settle();
+  };
+  const retry = () => {
+    if (stopped || timer) return;
+    client = undefined;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void connect();
+    }, delay);
+    timer.unref();
+    delay = Math.min(delay * 2, 30_000);
+  };
+  void connect();
+  return {
+    ready,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await client?.end().catch(() => {});
+      client = undefined;
     },
   };
 }

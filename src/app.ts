@@ -27,6 +27,10 @@ import revokePlugin from '../plugins/oidc/revoke.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
 import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
+import corsPlugin from '../plugins/infra/cors.js';
+import bearerAuth from '../plugins/infra/bearer-auth.js';
+import externalPlugin from '../plugins/external/index.js';
+import publicPlugin from '../plugins/public/index.js';
 
 export interface BuildOptions {
   /** An open, migrated database (tests and the CLI); otherwise the app opens the configured one. */
@@ -98,6 +102,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(servicesPlugin, { staticApplications });
   await app.register(cookie);
   await app.register(oidcServices, { config });
+  await app.register(corsPlugin, { cacheSeconds: config.corsCacheSeconds });
+  await app.register(bearerAuth, { config });
   await app.register(healthPlugin);
 
   // The OpenID Provider, under the issuer path.
@@ -109,8 +115,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(tokenPlugin, { prefix: issuerPath });
   await app.register(revokePlugin, { prefix: issuerPath });
   await app.register(endSessionPlugin, { prefix: issuerPath, config, loginPath });
-  await app.register(userinfoPlugin, { prefix: issuerPath, sessionIdleSeconds: config.ttl.sessionIdle });
+  await app.register(userinfoPlugin, { prefix: issuerPath });
   await app.register(loginApi, { prefix: issuerPath, config });
+  // The stable third-party namespace and public metadata.
+  await app.register(externalPlugin, { prefix: '/api/external' });
+  await app.register(publicPlugin, { prefix: '/api/public' });
   // The hosted login pages (the spec's "Main web").
   await app.register(loginPages, { prefix: loginPath, config, loginPath });
   if (config.adminApiToken) {

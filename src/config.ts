@@ -75,6 +75,7 @@ export const EnvSchema = Type.Object({
     default: 60,
     description: 'a whole number of seconds from 0 to 86400 between clean-up runs (0 turns the job off)',
   }),
+  CORS_CACHE_TTL: Seconds(60, 'how long the registered-origin list is cached; changes made through this service apply at once'),
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
@@ -107,6 +108,7 @@ export interface Config {
   logLevel: string;
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
+  corsCacheSeconds: number;
   ttl: {
     accessToken: number;
     idToken: number;
@@ -269,6 +271,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     logLevel: parsed.LOG_LEVEL,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
+    corsCacheSeconds: parsed.CORS_CACHE_TTL,
     ttl: {
       accessToken: parsed.ACCESS_TOKEN_TTL,
       idToken: parsed.ID_TOKEN_TTL,

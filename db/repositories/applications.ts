@@ -52,3 +52,17 @@ export async function deleteApplicationRow(db: Db, clientId: string): Promise<bo
   const result = await db.deleteFrom('applications').where('client_id', '=', clientId).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
+
+/** Every allowedWebOrigins value of the enabled applications, once. */
+export async function listEnabledWebOrigins(db: Db): Promise<string[]> {
+  const rows = await sql<{ origin: string }>`select distinct jsonb_array_elements_text(allowed_web_origins) as origin
+    from applications where enabled`.execute(db);
+  return rows.rows.map((r) => r.origin);
+}
+
+export const APPLICATIONS_CHANNEL = 'idp_applications_changed';
+
+/** Delivered to every listening instance when the transaction commits (PostgreSQL NOTIFY). */
+export async function notifyApplicationsChanged(db: Db, clientId: string): Promise<void> {
+  await sql`select pg_notify(${APPLICATIONS_CHANNEL}, ${clientId})`.execute(db);
+}

@@ -10,6 +10,15 @@ import { sendOAuthJson, toOAuthError } from './errors.js';
 
 const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
   app.setErrorHandler((error, request, reply) => sendOAuthJson(reply, toOAuthError(error as never, request)));
+  // Browser CORS: preflight from any registered origin; the answer readable only by the client's own origins.
+  app.addHook('preHandler', async (request) => {
+    const clientId = (request.body as Record<string, unknown> | undefined)?.client_id;
+    if (typeof clientId === 'string') request.corsClientId = clientId;
+  });
+  app.addHook('onSend', async (request, reply) => {
+    if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
+  });
+  app.options('/oauth2/revoke', async (request, reply) => app.cors.preflight(request, reply));
 
   app.post('/oauth2/revoke', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
     if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {

@@ -7,6 +7,15 @@ import { sendOAuthJson, toOAuthError } from './errors.js';
 
 const tokenPlugin: FastifyPluginAsyncTypebox = async (app) => {
   app.setErrorHandler((error, request, reply) => sendOAuthJson(reply, toOAuthError(error as never, request)));
+  // Browser CORS: preflight from any registered origin; the answer readable only by the client's own origins.
+  app.addHook('preHandler', async (request) => {
+    const clientId = (request.body as Record<string, unknown> | undefined)?.client_id;
+    if (typeof clientId === 'string') request.corsClientId = clientId;
+  });
+  app.addHook('onSend', async (request, reply) => {
+    if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
+  });
+  app.options('/oauth2/token', async (request, reply) => app.cors.preflight(request, reply));
 
   app.post('/oauth2/token', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
     if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
@@ -18,6 +27,9 @@ const tokenPlugin: FastifyPluginAsyncTypebox = async (app) => {
     }
     // Public clients authenticate with client_id alone (token_endpoint_auth_method=none).
     if (request.headers.authorization) {
+      // RFC 6749 §5.2: a 401 after an Authorization header names the scheme in WWW-Authenticate.
+      const scheme = /^(\w+)/.exec(request.headers.authorization)?.[1] ?? 'Basic';
+      reply.header('www-authenticate', `${/^bearer$/i.test(scheme) ? 'Bearer' : 'Basic'} realm="token"`);
       throw new OAuthError('invalid_client', 'this client is public: send client_id in the body and no Authorization header');
     }
     const grantType = body.grant_type as string | undefined;

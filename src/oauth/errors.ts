@@ -27,14 +27,25 @@ const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   temporarily_unavailable: 503,
 };
 
+/**
+ * RFC 6749 §4.1.2.1 and §5.2: error_description is limited to %x20-21 / %x23-5B / %x5D-7E. Anything
+ * else (quotes, backslashes, non-ASCII, control characters, which may come from the request) becomes
+ * "?", and the text is capped, so that a caller cannot write into the client's redirect.
+ */
+export function safeDescription(text: string): string {
+  return text.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, '?').slice(0, 300);
+}
+
 export class OAuthError extends Error {
   readonly statusCode: number;
+  readonly description: string;
   constructor(
     readonly error: OAuthErrorCode,
-    readonly description: string,
+    description: string,
     options: { status?: number; detail?: string } = {},
   ) {
     super(description);
+    this.description = safeDescription(description);
     this.name = 'OAuthError';
     this.statusCode = options.status ?? STATUS[error] ?? 400;
     this.detail = options.detail;

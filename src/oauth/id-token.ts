@@ -20,7 +20,7 @@ export async function signIdToken(input: IdTokenInput, key: { kid: string; alg: 
   const claims: jose.JWTPayload = {
     auth_time: Math.floor(input.authTime.getTime() / 1000),
     azp: input.clientId,
-    at_hash: atHash(input.accessToken),
+    at_hash: atHash(input.accessToken, key.alg),
   };
   if (input.nonce) claims.nonce = input.nonce;
   if (input.sessionId) claims.sid = input.sessionId;

@@ -107,6 +107,8 @@ function decodeCursor(cursor: string | undefined): string | undefined {
 
 export function createApplicationService(deps: ApplicationServiceDeps) {
   const { db, staticApplications } = deps;
+  const listeners: Array<(clientId: string) => void> = deps.onChange ? [deps.onChange] : [];
+  const changed = (clientId: string) => listeners.forEach((l) => l(clientId));
 
   function readOnly(clientId: string): AppError {
     return new AppError(
@@ -169,6 +171,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
           enabled: input.enabled ?? true,
         });
+        await repo.notifyApplicationsChanged(trx, clientId);
         await appendAuditEvent(trx, {
           type: 'application.created',
           actor: context.actor,
@@ -178,7 +181,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         });
         return toApplication(row);
       });
-      deps.onChange?.(clientId);
+      changed(clientId);
       return app;
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict('CLIENT_ID_TAKEN', `Client id ${clientId} is already taken`);
@@ -206,6 +209,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         ...(input.enabled !== undefined && { enabled: input.enabled }),
       });
       if (!row) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+      await repo.notifyApplicationsChanged(trx, clientId);
       await appendAuditEvent(trx, {
         type: 'application.updated',
         actor: context.actor,
@@ -215,7 +219,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
       });
       return toApplication(row);
     });
-    deps.onChange?.(clientId);
+    changed(clientId);
     return app;
   }
 
@@ -224,6 +228,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     await db.transaction().execute(async (trx) => {
       const deleted = await repo.deleteApplicationRow(trx, clientId);
       if (!deleted) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+      await repo.notifyApplicationsChanged(trx, clientId);
       await appendAuditEvent(trx, {
         type: 'application.deleted',
         actor: context.actor,
@@ -232,12 +237,24 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         detail: {},
       });
     });
-    deps.onChange?.(clientId);
+    changed(clientId);
+  }
+
+  /** The union of allowedWebOrigins of every enabled application, static ones included. */
+  async function webOrigins(): Promise<Set<string>> {
+    const origins = new Set(await repo.listEnabledWebOrigins(db));
+    for (const a of staticApplications.all()) if (a.enabled) for (const o of a.allowedWebOrigins) origins.add(o);
+    return origins;
   }
 
   return {
+    /** Called after any change commits (caches such as the CORS origin list subscribe). */
+    onChange(listener: (clientId: string) => void) {
+      listeners.push(listener);
+    },
     get,
     find,
+    webOrigins,
     list,
     create,
     update,

@@ -8,6 +8,7 @@ import {
   ROOT,
   cleanEnv,
   cliContext,
+  concurrency,
   createPostgresSchema,
   exits,
   parseJson,
@@ -144,3 +145,43 @@ t.test(
     }
   },
 );
+
+t.test('database connection problems: exit 1 with a one-line reason, no stack trace', opts, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'idp-cli-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = cleanEnv({ DATA_DIR: dataDir });
+  const cases: Array<{ what: string; url: string; reason: RegExp }> = [
+    { what: 'nothing listens on the port', url: 'postgres://postgres@127.0.0.1:1/test', reason: /ECONNREFUSED/ },
+  ];
+  if (process.env.DATABASE_URL) {
+    // The same server, asked for what it does not have (no password is sent).
+    const on = (user: string, database: string) => {
+      const u = new URL(process.env.DATABASE_URL!);
+      u.username = user;
+      u.password = '';
+      u.pathname = `/${database}`;
+      u.search = '';
+      return u.toString();
+    };
+    const server = new URL(process.env.DATABASE_URL);
+    cases.push(
+      { what: 'the database does not exist', url: on(server.username || 'postgres', 'idp_no_such_database'), reason: /idp_no_such_database/ },
+      // "role ... does not exist" (SQLSTATE 28000), or "password authentication failed" (28P01) when the
+      // server asks for a password: either way the role is named.
+      { what: 'the role does not exist', url: on('idp_no_such_role', server.pathname.slice(1)), reason: /idp_no_such_role/ },
+    );
+  }
+  const limit = concurrency(3);
+  const results = await Promise.all(
+    cases.map(({ url }) => limit(() => runCli(['apps', 'list'], { env: { ...env, DATABASE_URL: url } }))),
+  );
+  cases.forEach(({ what, reason }, i) => {
+    const r = results[i]!;
+    exits(t, r, 1, `${what}: exits 1`);
+    t.match(r.stderr, /^idp: /, `${what}: an idp message`);
+    t.match(r.stderr, reason, `${what}: the reason`);
+    t.notMatch(r.stderr, /unexpected error/, `${what}: a known failure, not an "unexpected error"`);
+    t.notMatch(r.stderr, /\n\s+at /, `${what}: no stack trace`);
+    t.equal(r.stdout, '', `${what}: nothing on stdout`);
+  });
+});

@@ -1,0 +1,25 @@
+// /api/external/*: the stable namespace for third parties. A new route is one file with one
+// `onRequest: app.requireScopes(...)` line, registered here.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import meRoute from './me.js';
+
+const externalPlugin: FastifyPluginAsyncTypebox = async (app) => {
+  // Anything unexpected is a bare INTERNAL_ERROR: nothing internal leaks to third parties.
+  app.setErrorHandler((error, request, reply) => {
+    const status = (error as { statusCode?: number }).statusCode ?? 500;
+    if (status < 500 && (error as { validation?: unknown }).validation) {
+      return reply.code(400).send({ error: 'BAD_REQUEST' });
+    }
+    request.log.error({ err: error }, 'unexpected error in the external API');
+    return reply.code(500).header('cache-control', 'no-store').send({ error: 'INTERNAL_ERROR' });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'NOT_FOUND' }));
+  // Browser CORS: preflight for every external path; actual answers readable by the token's client's origins.
+  app.options('/*', async (request, reply) => app.cors.preflight(request, reply));
+  app.addHook('onSend', async (request, reply) => {
+    if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
+  });
+  await app.register(meRoute);
+};
+
+export default externalPlugin;

@@ -1,0 +1,45 @@
+// GET /api/external/me (scope openid): the same scope-gated claims as UserInfo for this token.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { findUserById } from '../../db/repositories/users.js';
+import { claimsFor } from '../../src/oauth/claims.js';
+
+const Claims = Type.Object(
+  {
+    sub: Type.String(),
+    email: Type.Optional(Type.String()),
+    email_verified: Type.Optional(Type.Boolean()),
+    name: Type.Optional(Type.String()),
+    given_name: Type.Optional(Type.String()),
+    family_name: Type.Optional(Type.String()),
+    picture: Type.Optional(Type.String()),
+    permissions: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: false },
+);
+
+const meRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/me',
+    {
+      onRequest: app.requireScopes('openid'),
+      schema: {
+        response: {
+          200: Claims,
+          401: Type.Object({ error: Type.Literal('UNAUTHORIZED') }),
+          403: Type.Object({ error: Type.Literal('FORBIDDEN'), missingScopes: Type.Array(Type.String()) }),
+          404: Type.Object({ error: Type.Literal('USER_NOT_FOUND') }),
+          500: Type.Object({ error: Type.Literal('INTERNAL_ERROR') }),
+        },
+      },
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      const user = await findUserById(app.db, request.bearer!.userId);
+      if (!user) return reply.code(404).send({ error: 'USER_NOT_FOUND' as const });
+      return claimsFor(user, request.bearer!.scopes) as never;
+    },
+  );
+};
+
+export default meRoute;

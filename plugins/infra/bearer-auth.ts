@@ -1,0 +1,76 @@
+// Bearer authentication for /api/external/* (the spec's Authentication rules 1-4, in that order):
+// header present; Bearer scheme (any case); the token in the access-token store by hash, not expired,
+// not revoked, of an enabled application and a user who is not disabled; then the scopes. A cookie
+// session never authenticates these routes.
+//   401 { error: "UNAUTHORIZED" } + WWW-Authenticate: Bearer [error="invalid_token"]
+//   403 { error: "FORBIDDEN", missingScopes } + WWW-Authenticate: Bearer error="insufficient_scope", scope="..."
+import fp from 'fastify-plugin';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../src/config.js';
+import { findLiveAccessToken, type AccessTokenRow } from '../../db/repositories/authorization.js';
+import { findUserById } from '../../db/repositories/users.js';
+import { splitScope } from '../../src/oauth/scope.js';
+import { hashToken } from '../../src/oauth/tokens.js';
+
+export interface BearerAuth {
+  token: AccessTokenRow;
+  scopes: string[];
+  clientId: string;
+  userId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    bearer?: BearerAuth;
+  }
+  interface FastifyInstance {
+    requireScopes(...scopes: string[]): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  }
+}
+
+const TOKEN = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i;
+
+function unauthorized(reply: FastifyReply, tokenSent: boolean) {
+  return reply
+    .code(401)
+    .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
+    .header('cache-control', 'no-store')
+    .send({ error: 'UNAUTHORIZED' });
+}
+
+export default fp(
+  async function bearerAuth(app: FastifyInstance, { config }: { config: Config }) {
+    async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
+      const header = request.headers.authorization;
+      // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.
+      if (!header || !/^Bearer(\s|$)/i.test(header)) return 'missing';
+      const match = TOKEN.exec(header);
+      if (!match || match[1]!.length > 256) return 'invalid';
+      const token = await findLiveAccessToken(app.db, hashToken(match[1]!), config.ttl.sessionIdle);
+      if (!token) return 'invalid';
+      const [client, user] = await Promise.all([app.services.applications.find(token.client_id), findUserById(app.db, token.user_id)]);
+      if (!client || !client.enabled) return 'invalid';
+      // A deleted user's tokens are deleted with it; a disabled user's tokens stop working.
+      if (user?.disabled) return 'invalid';
+      return { token, scopes: splitScope(token.scope), clientId: token.client_id, userId: token.user_id };
+    }
+
+    app.decorate('requireScopes', (...required: string[]) => {
+      return async function requireScopes(request: FastifyRequest, reply: FastifyReply) {
+        const result = await authenticate(request);
+        if (result === 'missing' || result === 'invalid') return unauthorized(reply, result === 'invalid');
+        request.bearer = result;
+        request.corsClientId = result.clientId;
+        const missing = required.filter((s) => !result.scopes.includes(s));
+        if (missing.length) {
+          return reply
+            .code(403)
+            .header('www-authenticate', `Bearer error="insufficient_scope", scope="${missing.join(' ')}"`)
+            .header('cache-control', 'no-store')
+            .send({ error: 'FORBIDDEN', missingScopes: missing });
+        }
+      };
+    });
+  },
+  { name: 'bearer-auth', dependencies: ['db', 'services'] },
+);

@@ -1,0 +1,74 @@
+// /api/public/*: metadata that needs no token.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { CLIENT_ID_PATTERN } from '../../schemas/admin.js';
+import { SCOPES } from '../../src/oauth/scopes.js';
+import { originOf } from '../../src/oauth/redirect-uri.js';
+
+const ScopeItem = Type.Object({
+  name: Type.String(),
+  label: Type.String(),
+  consentDescription: Type.String(),
+  developerDescription: Type.String(),
+  claims: Type.Array(Type.String()),
+});
+
+const ApplicationMetadata = Type.Object(
+  {
+    clientId: Type.String(),
+    clientName: Type.String(),
+    clientDescription: Type.Optional(Type.String()),
+    clientLogoUrl: Type.Optional(Type.String()),
+    postVerificationRedirectPath: Type.Optional(Type.String()),
+    postVerificationRedirectUri: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+const PublicError = (code: string) => Type.Object({ error: Type.Literal(code) });
+const clientIdPattern = new RegExp(CLIENT_ID_PATTERN);
+
+const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
+  app.setErrorHandler((error, request, reply) => {
+    request.log.error({ err: error }, 'unexpected error in a public endpoint');
+    return reply.code(500).header('cache-control', 'no-store').send({ error: 'INTERNAL_ERROR' });
+  });
+
+  const scopes = { items: SCOPES.map((s) => ({ ...s, claims: [...s.claims] })) };
+  app.get('/oidc/scopes', { schema: { response: { 200: Type.Object({ items: Type.Array(ScopeItem) }) } } }, async (_request, reply) => {
+    reply.header('cache-control', 'public, max-age=300');
+    return scopes;
+  });
+
+  app.get(
+    '/applications/:clientId',
+    {
+      schema: {
+        // Loose here, so that a bad id answers the spec's INVALID_CLIENT_ID rather than a schema error.
+        params: Type.Object({ clientId: Type.String({ maxLength: 1024 }) }),
+        querystring: Type.Object({ redirect_uri: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String())])) }),
+        response: { 200: ApplicationMetadata, 400: PublicError('INVALID_CLIENT_ID'), 404: PublicError('NOT_FOUND'), 500: PublicError('INTERNAL_ERROR') },
+      },
+    },
+    async (request, reply) => {
+      const { clientId } = request.params;
+      if (!clientIdPattern.test(clientId)) return reply.code(400).header('cache-control', 'no-store').send({ error: 'INVALID_CLIENT_ID' as const });
+      const client = await app.services.applications.find(clientId);
+      // A disabled application is as absent as a missing one.
+      if (!client || !client.enabled) return reply.code(404).header('cache-control', 'public, max-age=60').send({ error: 'NOT_FOUND' as const });
+      const redirectUri = typeof request.query.redirect_uri === 'string' ? request.query.redirect_uri : undefined;
+      const path = client.postVerificationRedirectPath;
+      reply.header('cache-control', 'public, max-age=60');
+      return {
+        clientId: client.clientId,
+        clientName: client.clientName,
+        ...(client.clientDescription && { clientDescription: client.clientDescription }),
+        ...(client.clientLogoUrl && { clientLogoUrl: client.clientLogoUrl }),
+        ...(path && { postVerificationRedirectPath: path }),
+        // Only for a redirect_uri registered exactly for this client.
+        ...(path && redirectUri && client.redirectUris.includes(redirectUri) && { postVerificationRedirectUri: `${originOf(redirectUri)}${path}` }),
+      };
+    },
+  );
+};
+
+export default publicPlugin;
