@@ -7,13 +7,11 @@ import { userInfo } from 'node:os';
 import { ConfigError, describeEnv, loadConfig, type Config } from './config.js';
 import { AppError } from './errors.js';
 import { resolveSecretKey } from './secret-key.js';
-import { handleSignals, startServer } from './server.js';
 import { StaticApplicationsError, loadStaticApplications } from './static-applications.js';
 import { createApplicationService, type ActorContext } from './services/applications.js';
 import { createUserService } from './services/users.js';
-import { createSigningKeyService } from './services/signing-keys.js';
+import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from './services/signing-keys.js';
 import { createUserAccessService } from './services/user-access.js';
-import { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from '../plugins/infra/oidc-services.js';
 import { openConfiguredDatabase } from '../plugins/infra/db.js';
 import { DataDirBusyError } from '../db/data-dir-lock.js';
 import { listMigrations, migrateToLatest, MigrationError } from '../db/migrate.js';
@@ -229,6 +227,19 @@ function one(positionals: string[], what: string): string {
   return positionals[0]!;
 }
 
+/** Usage mistakes are reported before the database is opened (and locked, and migrated). */
+function checkBeforeOpening(sub: string, positionals: string[], values: Values, input: Record<string, unknown>, what: string, alternative: string) {
+  if (sub === 'list') {
+    if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+    limitOf(values);
+    return;
+  }
+  if (sub === 'create') return;
+  const ref = one(positionals, what);
+  if (sub === 'update' && Object.keys(input).length === 0) throw new UsageError('nothing to update: give at least one option (see --help)');
+  if (sub === 'delete' && !values.yes) throw new UsageError(`deleting ${ref} cannot be undone: add --yes to confirm (or ${alternative})`);
+}
+
 function loadCliConfig(io: Io): Config {
   return loadConfig(io.env);
 }
@@ -282,6 +293,7 @@ async function appsCommand(sub: string | undefined, rest: string[], io: Io): Pro
     enabled: sub === 'create' || sub === 'update' ? flagPair(values, 'enabled', 'disabled') : undefined,
   }) as Record<string, unknown>;
 
+  checkBeforeOpening(sub, positionals, values, input, 'client id', 'disable it instead');
   await withDatabase(config, `idp apps ${sub}`, async ({ db }) => {
     const apps = createApplicationService({ db, staticApplications });
     switch (sub) {
@@ -363,6 +375,7 @@ async function usersCommand(sub: string | undefined, rest: string[], io: Io): Pr
     disabled: sub === 'create' || sub === 'update' ? flagPair(values, 'disabled', 'enabled') : undefined,
   }) as Record<string, unknown>;
 
+  checkBeforeOpening(sub, positionals, values, input, 'user id or e-mail', 'disable the user instead');
   const config = loadCliConfig(io);
   await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
     const users = createUserService({ db });
@@ -485,8 +498,22 @@ async function serveCommand(rest: string[], io: Io): Promise<void> {
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   let config = loadCliConfig(io);
   config = resolveSecretKey(config, { warn: (m) => io.err(`WARNING: ${m}`) });
+  // Loaded here only: the other commands start without the HTTP server's modules.
+  const { handleSignals, startServer } = await import('./server.js');
   const server = await startServer(config);
   handleSignals(server);
+}
+
+/** The subcommand is the first word after the command; an option there is --help or a mistake. */
+function splitSubcommand(command: string, rest: string[]): [string | undefined, string[]] {
+  const first = rest[0];
+  if (first === undefined || first === '--help' || first === '-h') return [undefined, rest];
+  if (first.startsWith('-')) {
+    const word = rest.find((a) => !a.startsWith('-'));
+    const example = word ? `idp ${command} ${word} ${rest.filter((a) => a !== word).join(' ')}` : `idp ${command} <subcommand> ${rest.join(' ')}`;
+    throw new UsageError(`put the subcommand first: ${example} (see idp ${command} --help)`);
+  }
+  return [first, rest.slice(1)];
 }
 
 export async function run(argv: string[], io: Io): Promise<number> {
@@ -506,13 +533,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
         await migrateCommand(rest, io);
         return 0;
       case 'apps':
-        await appsCommand(rest[0]?.startsWith('-') ? undefined : rest[0], rest[0]?.startsWith('-') ? rest : rest.slice(1), io);
+        await appsCommand(...splitSubcommand(command, rest), io);
         return 0;
       case 'users':
-        await usersCommand(rest[0]?.startsWith('-') ? undefined : rest[0], rest[0]?.startsWith('-') ? rest : rest.slice(1), io);
+        await usersCommand(...splitSubcommand(command, rest), io);
         return 0;
       case 'keys':
-        await keysCommand(rest[0]?.startsWith('-') ? undefined : rest[0], rest[0]?.startsWith('-') ? rest : rest.slice(1), io);
+        await keysCommand(...splitSubcommand(command, rest), io);
         return 0;
       case 'env':
         for (const v of describeEnv()) io.out(`${v.name.padEnd(28)}${String(v.default ?? '(unset)').padEnd(24)}${v.description}`);
@@ -527,7 +554,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     if (error instanceof AppError) {
       io.err(`idp: ${error.message}`);
-      for (const d of error.details ?? []) io.err(`  - ${d.field}: ${d.message}`);
+      // One problem is already the message; several are listed.
+      if ((error.details?.length ?? 0) > 1) for (const d of error.details!) io.err(`  - ${d.field}: ${d.message}`);
       return 1;
     }
     if (
@@ -544,8 +572,18 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.err(`idp: ${(error as Error).message}: another process listens there; set PORT or HOST`);
       return 1;
     }
-    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') {
+    // Network failures, and PostgreSQL's connection classes 08 (connection), 28 (authorization:
+    // wrong password, no pg_hba entry, unknown role), 3D000 (no such database), 57P03 (not accepting).
+    if (
+      ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', '3D000', '57P03'].includes(code ?? '') ||
+      /^(08|28)/.test(code ?? '') ||
+      /timeout exceeded when trying to connect|Connection terminated/i.test((error as Error).message ?? '')
+    ) {
       io.err(`idp: cannot reach the database: ${(error as Error).message}`);
+      return 1;
+    }
+    if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EACCES') {
+      io.err(`idp: cannot use the data directory: ${(error as Error).message} (DATA_DIR must be a writable directory)`);
       return 1;
     }
     io.err(`idp: unexpected error: ${(error as Error).stack ?? String(error)}`);

@@ -11,12 +11,10 @@ import { createAuthorizationService, type AuthorizationService } from '../../src
 import { createMailer, type Mailer } from '../../src/mail/mailer.js';
 import { createRefreshGrant } from '../../src/services/refresh-grant.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
-import { createSigningKeyService, type SigningKeyService } from '../../src/services/signing-keys.js';
+import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, type SigningKeyService } from '../../src/services/signing-keys.js';
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
 
-/** JWKS responses may be cached this long; the key store re-reads the database this often. */
-export const JWKS_MAX_AGE_SECONDS = 300;
-export const KEYS_REFRESH_SECONDS = 60;
+export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
 declare module 'fastify' {
   interface FastifyInstance {

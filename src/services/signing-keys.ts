@@ -9,6 +9,10 @@ import { AppError, conflict, notFound } from '../errors.js';
 import { encryptPrivateJwk, generateSigningKey, type SigningAlg } from '../oauth/keys.js';
 import type { ActorContext } from './applications.js';
 
+/** JWKS responses may be cached this long; every instance's key store re-reads the database this often. */
+export const JWKS_MAX_AGE_SECONDS = 300;
+export const KEYS_REFRESH_SECONDS = 60;
+
 export interface KeyInfo {
   kid: string;
   alg: string;
