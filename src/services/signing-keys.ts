@@ -53,6 +53,8 @@ export function createSigningKeyService(deps: { db: Db; secretKey: string; jwksM
 
     /** Publishes a next key when there is none (first start, or after one was retired). */
     async ensureNext(alg: SigningAlg = 'RS256'): Promise<void> {
+      // Usual case: a next key exists, and no key pair needs generating at start.
+      if ((await repo.listPublishedKeys(db)).some((k) => k.state === 'next')) return;
       const pending = await newKey('next', alg);
       await db.transaction().execute(async (trx) => {
         const keys = await repo.lockAllKeys(trx);
