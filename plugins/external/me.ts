@@ -1,7 +1,6 @@
 // GET /api/external/me (scope openid): the same scope-gated claims as UserInfo for this token.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { findUserById } from '../../db/repositories/users.js';
 import { claimsFor } from '../../src/oauth/claims.js';
 
 const Claims = Type.Object(
@@ -35,7 +34,7 @@ const meRoute: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.header('cache-control', 'no-store');
-      const user = await findUserById(app.db, request.bearer!.userId);
+      const user = request.bearer!.user;
       if (!user) return reply.code(404).send({ error: 'USER_NOT_FOUND' as const });
       return claimsFor(user, request.bearer!.scopes) as never;
     },

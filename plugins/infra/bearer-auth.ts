@@ -7,8 +7,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
-import { findLiveAccessToken, type AccessTokenRow } from '../../db/repositories/authorization.js';
-import { findUserById } from '../../db/repositories/users.js';
+import { findBearer, type AccessTokenRow, type BearerRow } from '../../db/repositories/authorization.js';
 import { splitScope } from '../../src/oauth/scope.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 
@@ -17,6 +16,8 @@ export interface BearerAuth {
   scopes: string[];
   clientId: string;
   userId: string;
+  /** undefined when the user row vanished after the token was found (the handler answers 404). */
+  user: BearerRow['user'];
 }
 
 declare module 'fastify' {
@@ -46,13 +47,17 @@ export default fp(
       if (!header || !/^Bearer(\s|$)/i.test(header)) return 'missing';
       const match = TOKEN.exec(header);
       if (!match || match[1]!.length > 256) return 'invalid';
-      const token = await findLiveAccessToken(app.db, hashToken(match[1]!), config.ttl.sessionIdle);
-      if (!token) return 'invalid';
-      const [client, user] = await Promise.all([app.services.applications.find(token.client_id), findUserById(app.db, token.user_id)]);
-      if (!client || !client.enabled) return 'invalid';
+      // One round trip for token, session, user and application.
+      const found = await findBearer(app.db, hashToken(match[1]!), config.ttl.sessionIdle);
+      if (!found) return 'invalid';
+      const { token, user } = found;
+      // Static applications shadow database rows; otherwise the row's flag (absent row: deleted app).
+      const fromStatic = app.staticApplications.get(token.client_id);
+      const enabled = fromStatic ? fromStatic.enabled : found.applicationEnabled === true;
+      if (!enabled) return 'invalid';
       // A deleted user's tokens are deleted with it; a disabled user's tokens stop working.
       if (user?.disabled) return 'invalid';
-      return { token, scopes: splitScope(token.scope), clientId: token.client_id, userId: token.user_id };
+      return { token, scopes: splitScope(token.scope), clientId: token.client_id, userId: token.user_id, user };
     }
 
     app.decorate('requireScopes', (...required: string[]) => {

@@ -4,7 +4,6 @@
 // missingScopes }, each with its RFC 6750 WWW-Authenticate header.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { findUserById } from '../../db/repositories/users.js';
 import { claimsFor } from '../../src/oauth/claims.js';
 
 const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
@@ -14,7 +13,7 @@ const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
   });
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    const user = await findUserById(app.db, request.bearer!.userId);
+    const user = request.bearer!.user;
     if (!user) return reply.code(401).header('www-authenticate', 'Bearer error="invalid_token"').send({ error: 'UNAUTHORIZED' });
     return claimsFor(user, request.bearer!.scopes);
   };
