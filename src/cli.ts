@@ -446,21 +446,22 @@ async function keysCommand(sub: string | undefined, rest: string[], io: Io): Pro
   const { values, positionals } = parse(rest, sub === 'rotate' ? { force: { type: 'boolean' } } : {});
   if (values.help || !sub) return io.out(HELP.keys!);
   if (!['list', 'rotate', 'retire'].includes(sub)) throw new UsageError(`unknown subcommand "keys ${sub}" (see idp keys --help)`);
+  if (sub !== 'retire' && positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  if (sub === 'retire') {
+    const kid = one(positionals, 'key id');
+    if (!values.yes) throw new UsageError(`retiring ${kid} removes it from the JWKS now, and tokens it signed stop verifying: add --yes to confirm`);
+  }
   const config = resolveSecretKey(loadCliConfig(io), { warn: () => {} });
   await withDatabase(config, `idp keys ${sub}`, async ({ db }) => {
     const service = createSigningKeyService({ db, secretKey: config.secretKey!, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS, refreshSeconds: KEYS_REFRESH_SECONDS });
     let keys;
     if (sub === 'list') {
-      if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
       keys = await service.list();
     } else if (sub === 'rotate') {
-      if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
       keys = await service.rotate(actor(), { force: Boolean(values.force) });
       if (!values.json) io.err('Rotated. Running servers sign with the new current key within 60 s.');
     } else {
-      const kid = one(positionals, 'key id');
-      if (!values.yes) throw new UsageError(`retiring ${kid} removes it from the JWKS now: tokens it signed stop verifying. Add --yes to confirm`);
-      keys = await service.retire(kid, actor());
+      keys = await service.retire(positionals[0]!, actor());
     }
     if (values.json) return io.out(JSON.stringify({ items: keys }, null, 2));
     if (keys.length === 0) return io.out('No keys yet: the server generates them at its first start.');
