@@ -152,33 +152,6 @@ export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<
   return db.selectFrom('access_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
 }
 
-/**
- * An access token that is live: known, not expired, not revoked, its grant not revoked, and, when it
- * was issued in a browser session (not offline, by refresh), that session still live: sign-out,
- * session expiry and admin revocation end it.
- */
-export async function findLiveAccessToken(db: Db, tokenHash: string, sessionIdleSeconds: number): Promise<AccessTokenRow | undefined> {
-  return db
-    .selectFrom('access_tokens')
-    .innerJoin('grants', 'grants.id', 'access_tokens.grant_id')
-    .leftJoin('sessions', 'sessions.id', 'access_tokens.session_id')
-    .selectAll('access_tokens')
-    .where('access_tokens.token_hash', '=', tokenHash)
-    .where('access_tokens.revoked_at', 'is', null)
-    .where('grants.revoked_at', 'is', null)
-    .where('access_tokens.expires_at', '>', sql<Date>`now()`)
-    .where((eb) =>
-      eb.or([
-        eb('access_tokens.session_id', 'is', null),
-        eb.and([
-          eb('sessions.revoked_at', 'is', null),
-          eb('sessions.expires_at', '>', sql<Date>`now()`),
-          eb(sql`sessions.last_seen_at`, '>', sql`now() - make_interval(secs => ${sessionIdleSeconds})`),
-        ]),
-      ]),
-    )
-    .executeTakeFirst();
-}
 
 /** Revokes every token of a grant family issued to this client, for RFC 7009 refresh revocation. */
 export async function revokeRefreshFamily(db: Db, refreshHash: string, clientId: string): Promise<{ grantId: string; userId: string } | undefined> {
@@ -227,8 +200,10 @@ export interface BearerRow {
 }
 
 /**
- * Everything a bearer request needs, in one round trip: the live access token (as findLiveAccessToken
- * defines it), its user and its database application's enabled flag.
+ * Everything a bearer request needs, in one round trip: the live access token, its user and its
+ * database application's enabled flag. Live: known, not expired, not revoked, its grant not revoked,
+ * and, when it was issued in a browser session (not offline, by refresh), that session still live:
+ * sign-out, session expiry (absolute or idle) and admin revocation end it.
  */
 export async function findBearer(db: Db, tokenHash: string, sessionIdleSeconds: number): Promise<BearerRow | undefined> {
   const row = await db
