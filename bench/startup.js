@@ -7,18 +7,19 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './lib.js';
 
 const root = join(fileURLToPath(import.meta.url), '..', '..');
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
 const withNpm = args.includes('--npm');
-let nextPort = 3900 + Math.floor(Math.random() * 50) * 10;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function launch(command, argv, dataDir) {
-  const port = nextPort++;
+  // A free port from the kernel: a fixed range can hit a local service (NATS listens on 4222 here).
+  const port = await freePort();
   const started = performance.now();
   const child = spawn(command, argv, {
     cwd: root,
