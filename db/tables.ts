@@ -168,6 +168,16 @@ export interface EmailVerificationTokensTable {
   used_at: Date | null;
 }
 
+export interface PasswordResetTokensTable {
+  token_hash: string;
+  user_id: string;
+  redirect_to: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Date | null;
+  revoked_at: Date | null;
+}
+
 export interface Database {
   users: UsersTable;
   applications: ApplicationsTable;
@@ -181,6 +191,7 @@ export interface Database {
   access_tokens: AccessTokensTable;
   refresh_tokens: RefreshTokensTable;
   email_verification_tokens: EmailVerificationTokensTable;
+  password_reset_tokens: PasswordResetTokensTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -1,6 +1,17 @@
-// Liveness (the process answers) and readiness (the database answers).
+// Liveness (the process answers) and readiness (the database answers). Readiness also reports the mail
+// queue: failing mail does not make the instance unready (it can still sign people in), but an operator
+// sees the failures here and in the logs.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+
+const MailSchema = Type.Object({
+  transport: Type.Union([Type.Literal('smtp'), Type.Literal('outbox')]),
+  sent: Type.Integer(),
+  failed: Type.Integer(),
+  retried: Type.Integer(),
+  pending: Type.Integer(),
+  lastFailure: Type.Union([Type.Null(), Type.Object({ at: Type.String(), kind: Type.String(), error: Type.String() })]),
+});
 
 const healthPlugin: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -20,7 +31,7 @@ const healthPlugin: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         response: {
-          200: Type.Object({ status: Type.Literal('ready'), database: Type.String() }),
+          200: Type.Object({ status: Type.Literal('ready'), database: Type.String(), mail: MailSchema }),
           503: Type.Object({ status: Type.Literal('unavailable'), error: Type.String(), message: Type.String() }),
         },
       },
@@ -30,7 +41,7 @@ const healthPlugin: FastifyPluginAsyncTypebox = async (app) => {
       reply.header('cache-control', 'no-store');
       try {
         await app.database.ping(2000);
-        return { status: 'ready' as const, database: app.database.engine };
+        return { status: 'ready' as const, database: app.database.engine, mail: app.mailer.stats() };
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed: database unavailable');
         return reply.code(503).send({

@@ -22,6 +22,8 @@ import discoveryPlugin from '../plugins/oidc/discovery.js';
 import jwksPlugin from '../plugins/oidc/jwks.js';
 import authorizePlugin from '../plugins/oidc/authorize.js';
 import tokenPlugin from '../plugins/oidc/token.js';
+import tokenCookiePlugin from '../plugins/oidc/token-cookie.js';
+import rateLimitPlugin from '../plugins/infra/rate-limit.js';
 import userinfoPlugin from '../plugins/oidc/userinfo.js';
 import revokePlugin from '../plugins/oidc/revoke.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
@@ -101,6 +103,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(dbPlugin, { config, database: options.database });
   await app.register(servicesPlugin, { staticApplications });
   await app.register(cookie);
+  await app.register(rateLimitPlugin, { config });
   await app.register(oidcServices, { config });
   await app.register(corsPlugin, { cacheSeconds: config.corsCacheSeconds });
   await app.register(bearerAuth, { config });
@@ -113,6 +116,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(jwksPlugin, { prefix: issuerPath });
   await app.register(authorizePlugin, { prefix: issuerPath, config, loginPath });
   await app.register(tokenPlugin, { prefix: issuerPath });
+  await app.register(tokenCookiePlugin, { prefix: issuerPath, config });
   await app.register(revokePlugin, { prefix: issuerPath });
   await app.register(endSessionPlugin, { prefix: issuerPath, config, loginPath });
   await app.register(userinfoPlugin, { prefix: issuerPath });

@@ -15,6 +15,37 @@ const Seconds = (def: number, what: string) =>
 const Url = (description: string) =>
   Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s#?]+$', description }));
 
+/** Rate-limit rules (decisions.md, Limits): the default count per window and what it is keyed by. */
+export const RATE_LIMIT_RULES = {
+  TOKEN: { limit: 60, windowSeconds: 60, what: 'token and cookie token endpoints, per client_id and IP' },
+  AUTHORIZE: { limit: 60, windowSeconds: 60, what: 'authorize endpoint, per IP' },
+  SIGN_IN_IP: { limit: 10, windowSeconds: 60, what: 'sign-in, per IP' },
+  SIGN_IN_EMAIL: { limit: 5, windowSeconds: 60, what: 'sign-in, per e-mail address' },
+  SIGN_UP_IP: { limit: 10, windowSeconds: 60, what: 'sign-up, per IP' },
+  RESET_REQUEST_IP: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per IP' },
+  RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per e-mail address' },
+  RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900, what: 'reset-password, per IP' },
+  BEARER: { limit: 600, windowSeconds: 60, what: '/api/external/* and UserInfo, per access token' },
+} as const;
+export type RateLimitRule = keyof typeof RATE_LIMIT_RULES;
+export interface RateLimitSetting {
+  limit: number;
+  windowSeconds: number;
+}
+
+function rateLimitVariables() {
+  return Object.fromEntries(
+    Object.entries(RATE_LIMIT_RULES).map(([name, rule]) => [
+      `RATE_LIMIT_${name}`,
+      Type.String({
+        default: `${rule.limit}/${rule.windowSeconds}`,
+        pattern: '^\\d{1,7}/\\d{1,6}$',
+        description: `requests/seconds for the ${rule.what} (e.g. ${rule.limit}/${rule.windowSeconds})`,
+      }),
+    ]),
+  ) as Record<`RATE_LIMIT_${RateLimitRule}`, ReturnType<typeof Type.String>>;
+}
+
 // The keys are the environment variable names, so every error names the variable to fix.
 export const EnvSchema = Type.Object({
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
@@ -79,6 +110,20 @@ export const EnvSchema = Type.Object({
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
+  FIRST_PARTY_ORIGINS: Type.String({
+    default: '',
+    description: 'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints',
+  }),
+  MAIL_RETRY_DELAYS: Type.String({
+    default: '5,30,120',
+    pattern: '^(none|\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?){0,9})$',
+    description: 'a comma-separated list of up to 10 waits in seconds before each retry of a failed mail (e.g. 5,30,120), or none',
+  }),
+  RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], {
+    default: 'on',
+    description: 'on or off (off switches every rate limit off, for load tests and conformance runs)',
+  }),
+  ...rateLimitVariables(),
 });
 
 export type Env = Static<typeof EnvSchema>;
@@ -109,6 +154,11 @@ export interface Config {
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
   corsCacheSeconds: number;
+  /** Origins besides the login origin that may call the cookie token endpoints. */
+  firstPartyOrigins: string[];
+  /** Waits before each retry of a failed mail, in milliseconds. */
+  mailRetryDelaysMs: number[];
+  rateLimits: { enabled: boolean; rules: Record<RateLimitRule, RateLimitSetting> };
   ttl: {
     accessToken: number;
     idToken: number;
@@ -187,6 +237,10 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   }
   const given = { ...raw } as Record<string, string>;
   if (typeof raw.COOKIE_SECURE === 'string') raw.COOKIE_SECURE = coerceBoolean(raw.COOKIE_SECURE);
+  if (typeof raw.RATE_LIMITS === 'string') {
+    const v = coerceBoolean(raw.RATE_LIMITS);
+    raw.RATE_LIMITS = v === true ? 'on' : v === false ? 'off' : raw.RATE_LIMITS;
+  }
   for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL']) {
     if (typeof raw[name] === 'string') raw[name] = (raw[name] as string).toLowerCase();
   }
@@ -238,6 +292,26 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     problem('REFRESH_TOKEN_ABSOLUTE_TTL', `a value at least REFRESH_TOKEN_TTL (${parsed.REFRESH_TOKEN_TTL})`);
   }
 
+  const firstPartyOrigins: string[] = [];
+  for (const item of String(parsed.FIRST_PARTY_ORIGINS).split(',').map((o) => o.trim()).filter(Boolean)) {
+    let origin: string | undefined;
+    try {
+      const url = new URL(item);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === item.replace(/\/$/, '')) origin = url.origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin) firstPartyOrigins.push(origin);
+    else problem('FIRST_PARTY_ORIGINS', properties.FIRST_PARTY_ORIGINS!.description!);
+  }
+
+  const rules = {} as Record<RateLimitRule, RateLimitSetting>;
+  for (const name of Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]) {
+    const [limit, windowSeconds] = String((parsed as Record<string, unknown>)[`RATE_LIMIT_${name}`]).split('/').map(Number);
+    if (!limit || !windowSeconds) problem(`RATE_LIMIT_${name}`, 'a count and a window in seconds, both at least 1, e.g. 10/60');
+    rules[name] = { limit: limit!, windowSeconds: windowSeconds! };
+  }
+
   const port = parsed.PORT;
   const baseUrl = stripSlash(parsed.BASE_URL ?? `http://localhost:${port}`);
   const cookieSecure = parsed.COOKIE_SECURE ?? baseUrl.startsWith('https://');
@@ -272,6 +346,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     corsCacheSeconds: parsed.CORS_CACHE_TTL,
+    firstPartyOrigins,
+    mailRetryDelaysMs: parsed.MAIL_RETRY_DELAYS === 'none' ? [] : parsed.MAIL_RETRY_DELAYS.split(',').map((s) => Math.round(Number(s) * 1000)),
+    rateLimits: { enabled: parsed.RATE_LIMITS === 'on', rules },
     ttl: {
       accessToken: parsed.ACCESS_TOKEN_TTL,
       idToken: parsed.ID_TOKEN_TTL,

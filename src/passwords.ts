@@ -31,3 +31,14 @@ export async function verifyAgainstDummy(password: string): Promise<false> {
   await verifyPassword(await dummyHash, password);
   return false;
 }
+
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 128;
+
+/** The length rule of every new password, counted in characters (code points), not UTF-16 units. */
+export function passwordLengthProblem(password: string): { code: 'PASSWORD_TOO_SHORT' | 'PASSWORD_TOO_LONG'; message: string } | undefined {
+  const length = [...password].length;
+  if (length < PASSWORD_MIN_LENGTH) return { code: 'PASSWORD_TOO_SHORT', message: `Use at least ${PASSWORD_MIN_LENGTH} characters` };
+  if (length > PASSWORD_MAX_LENGTH) return { code: 'PASSWORD_TOO_LONG', message: `Use at most ${PASSWORD_MAX_LENGTH} characters` };
+  return undefined;
+}

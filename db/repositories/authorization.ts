@@ -250,3 +250,23 @@ export async function findBearer(db: Db, tokenHash: string, sessionIdleSeconds: 
     applicationEnabled: app_enabled ?? null,
   };
 }
+
+/**
+ * Everything the user was ever given stops working: grants, access and refresh tokens (offline ones
+ * included), and codes not yet exchanged. Returns how many live grants were revoked.
+ */
+export async function revokeAllUserTokens(db: Db, userId: string): Promise<number> {
+  const grants = await db.updateTable('grants').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).executeTakeFirst();
+  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  await db.updateTable('refresh_tokens').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  await db.deleteFrom('authorization_codes').where('user_id', '=', userId).where('consumed_at', 'is', null).execute();
+  return Number(grants.numUpdatedRows);
+}
+
+/** The refresh token's family, revoked whatever client it belongs to (the cookie logout has no client_id). */
+export async function revokeRefreshFamilyByHash(db: Db, refreshHash: string): Promise<{ grantId: string; userId: string; clientId: string } | undefined> {
+  const row = await db.selectFrom('refresh_tokens').select(['grant_id', 'user_id', 'client_id']).where('token_hash', '=', refreshHash).executeTakeFirst();
+  if (!row) return undefined;
+  await revokeGrant(db, row.grant_id);
+  return { grantId: row.grant_id, userId: row.user_id, clientId: row.client_id };
+}

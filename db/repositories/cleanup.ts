@@ -17,6 +17,7 @@ export function expiryRules(options: { sessionIdleSeconds: number }): ExpiryRule
     { table: 'access_tokens', where: 'expires_at < now()' },
     { table: 'refresh_tokens', where: 'expires_at < now() or absolute_expires_at < now()' },
     { table: 'email_verification_tokens', where: 'expires_at < now()' },
+    { table: 'password_reset_tokens', where: 'expires_at < now()' },
     { table: 'sessions', where: `expires_at < now() or last_seen_at < now() - interval '${idle} seconds'` },
   ];
 }

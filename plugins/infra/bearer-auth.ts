@@ -66,6 +66,8 @@ export default fp(
         if (result === 'missing' || result === 'invalid') return unauthorized(reply, result === 'invalid');
         request.bearer = result;
         request.corsClientId = result.clientId;
+        // 600/min per access token (decisions.md): counted once the token is known to be real.
+        app.rateLimit(reply, 'BEARER', result.token.token_hash);
         const missing = required.filter((s) => !result.scopes.includes(s));
         if (missing.length) {
           return reply
@@ -77,5 +79,5 @@ export default fp(
       };
     });
   },
-  { name: 'bearer-auth', dependencies: ['db', 'services'] },
+  { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit'] },
 );

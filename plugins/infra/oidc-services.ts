@@ -13,6 +13,7 @@ import { createRefreshGrant } from '../../src/services/refresh-grant.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
 import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, type SigningKeyService } from '../../src/services/signing-keys.js';
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
+import { createRecoveryService, type RecoveryService } from '../../src/services/recovery.js';
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
@@ -21,6 +22,7 @@ declare module 'fastify' {
     keys: KeyStore;
     sessions: SessionService;
     accounts: AccountService;
+    recovery: RecoveryService;
     authorization: AuthorizationService;
     refreshGrant: ReturnType<typeof createRefreshGrant>;
     tokens: TokenService;
@@ -50,7 +52,7 @@ export default fp(
     // A next key is always published ahead of its use, so that a rotation never surprises a verifier.
     await signingKeys.ensureNext();
     keys.invalidate();
-    const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log });
+    const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log, retryDelaysMs: config.mailRetryDelaysMs });
     const sessions = createSessionService({ db: app.db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
     const accounts = createAccountService({ db: app.db, config, sessions, mailer });
     const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications, keys });
@@ -61,6 +63,8 @@ export default fp(
     app.decorate('mailer', mailer);
     app.decorate('sessions', sessions);
     app.decorate('accounts', accounts);
+    const recovery = createRecoveryService({ db: app.db, config, mailer, applications: app.services.applications, log: app.log });
+    app.decorate('recovery', recovery);
     app.decorate('authorization', authorization);
     app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));
     app.decorate('tokens', createTokenService({ db: app.db }));
@@ -80,7 +84,9 @@ export default fp(
     // Stop the job before the database closes (onClose hooks run in reverse registration order).
     app.addHook('onClose', async () => {
       await cleanup.stop();
-      mailer.close();
+      // Reset requests still looking up their account finish first, then the mail queue gets its last try.
+      await recovery.drain();
+      await mailer.close();
     });
   },
   { name: 'oidc-services', dependencies: ['db', 'services'] },

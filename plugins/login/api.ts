@@ -1,4 +1,5 @@
-// First-party JSON endpoints behind the hosted pages, for another UI built on them. They use the same
+// First-party JSON endpoints behind the hosted pages, for another UI built on them, and the spec's
+// recovery endpoints (request-password-reset, reset-password). They use the same
 // session cookie; they accept only application/json (which a cross-site form cannot send) and, when
 // an Origin header is present, only the login or API origin.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -10,10 +11,11 @@ import { originOf } from '../../src/oauth/redirect-uri.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { decisionLocation } from '../oidc/authorize.js';
 import { ErrorSchema } from '../../schemas/common.js';
+import { emailKey } from '../../src/rate-limit.js';
 
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
 const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 429: ErrorSchema };
 
 const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const trusted = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
@@ -61,6 +63,8 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/sign-in',
     { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
     async (request, reply) => {
+      app.rateLimit(reply, 'SIGN_IN_IP', request.ip);
+      app.rateLimit(reply, 'SIGN_IN_EMAIL', emailKey(request.body.email));
       const { sessionToken } = await app.accounts.signIn(request.body, meta(request));
       setSession(reply, sessionToken);
       if (request.body.request) await app.authorization.markLoginCompleted(request.body.request);
@@ -72,6 +76,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/sign-up',
     { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), name: Type.Optional(Type.String({ maxLength: 200 })), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 201: Redirect, ...errors } } },
     async (request, reply) => {
+      app.rateLimit(reply, 'SIGN_UP_IP', request.ip);
       const requestId = request.body.request;
       const found = requestId ? await app.authorization.pendingRequest(requestId) : undefined;
       if (requestId && !found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
@@ -88,6 +93,48 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     reply.clearCookie(app.sessionCookieName, cookie);
     return reply.code(204).send(null);
   });
+
+  // Recovery (spec: POST /api/auth/request-password-reset, GET /api/auth/reset-password/{token},
+  // POST /api/auth/reset-password).
+  app.post(
+    '/request-password-reset',
+    {
+      schema: {
+        body: Type.Object({ email: Type.String({ maxLength: 254 }), redirectTo: Type.String({ minLength: 1, maxLength: 2048 }) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ status: Type.Literal(true), message: Type.String() }), ...errors },
+      },
+    },
+    async (request, reply) => {
+      app.rateLimit(reply, 'RESET_REQUEST_IP', request.ip);
+      app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(request.body.email));
+      return app.recovery.requestReset(request.body, meta(request));
+    },
+  );
+
+  app.get(
+    '/reset-password/:token',
+    { schema: { params: Type.Object({ token: Type.String({ maxLength: 256 }) }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String({ maxLength: 2048 })) }) } },
+    async (request, reply) => {
+      const location = await app.recovery.linkTarget(request.params.token, request.query.redirectTo);
+      // The token is in the Location: no Referer may carry it further.
+      return reply.code(302).header('referrer-policy', 'no-referrer').header('location', location).send();
+    },
+  );
+
+  app.post(
+    '/reset-password',
+    {
+      schema: {
+        body: Type.Object({ token: Type.String({ maxLength: 256 }), newPassword: Type.String({ maxLength: 4096 }) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ status: Type.Literal(true) }), ...errors },
+      },
+    },
+    async (request, reply) => {
+      app.rateLimit(reply, 'RESET_PASSWORD_IP', request.ip);
+      await app.recovery.resetPassword(request.body, meta(request));
+      return { status: true as const };
+    },
+  );
 
   app.post(
     '/verify-email',

@@ -13,6 +13,7 @@ import { sendDecision } from '../oidc/authorize.js';
 import { securityHeaders } from './security.js';
 import * as views from './views.js';
 import { createCsrf } from './csrf.js';
+import { emailKey } from '../../src/rate-limit.js';
 
 const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String({ maxLength: 2048 }))]));
 const RequestQuery = Type.Object({ request: Type.Optional(Type.String({ maxLength: 128 })) });
@@ -86,6 +87,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const requestId = first(form.request) || undefined;
     const found = await pending(requestId);
     const email = first(form.email) ?? '';
+    app.rateLimit(reply, 'SIGN_IN_IP', request.ip);
+    app.rateLimit(reply, 'SIGN_IN_EMAIL', emailKey(email));
     try {
       const { sessionToken } = await app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request));
       setSession(reply, sessionToken);
@@ -108,6 +111,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   app.post('/sign-up', { schema: { body: Form } }, async (request, reply) => {
     const form = request.body;
     checkCsrf(request, form);
+    app.rateLimit(reply, 'SIGN_UP_IP', request.ip);
     const requestId = first(form.request) || undefined;
     const found = await pending(requestId);
     const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
@@ -191,6 +195,45 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const ctx = await requireSession(request, reply, requestId);
     if (!ctx) return reply;
     return sendDecision(reply, await app.authorization.consent(requestId, ctx, decision === 'allow'), config.loginUrl);
+  });
+
+  // Password reset: the form that asks for the link, and the page the link leads to (by default).
+  app.get('/forgot-password', async (request, reply) => page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply) })));
+  app.post('/forgot-password', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    const email = (first(request.body.email) ?? '').trim();
+    if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) {
+      return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), email, error: 'Enter a valid e-mail address' }), 400);
+    }
+    app.rateLimit(reply, 'RESET_REQUEST_IP', request.ip);
+    app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
+    await app.recovery.requestReset({ email, redirectTo: app.recovery.resetPage }, meta(request));
+    return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true }));
+  });
+
+  const invalidLinkPage = (reply: FastifyReply) =>
+    page(reply, views.messagePage({ loginPath, title: 'This link does not work', message: 'The reset link is invalid, expired or was used already. Ask for a new one.', role: 'alert', link: { href: `${loginPath}/forgot-password`, text: 'Send me a new link' } }), 400);
+
+  app.get('/reset-password', { schema: { querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })), error: Type.Optional(Type.String({ maxLength: 64 })) }) } }, async (request, reply) => {
+    const { token, error } = request.query;
+    if (error || !token || !(await app.recovery.isLive(token))) return invalidLinkPage(reply);
+    return page(reply, views.resetPasswordPage({ loginPath, csrf: csrfToken(request, reply), token }));
+  });
+  app.post('/reset-password', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    app.rateLimit(reply, 'RESET_PASSWORD_IP', request.ip);
+    const token = first(request.body.token) ?? '';
+    const newPassword = first(request.body.newPassword) ?? '';
+    const again = (errors: Record<string, string>) => page(reply, views.resetPasswordPage({ loginPath, csrf: csrfToken(request, reply), token, errors }), 400);
+    if (newPassword !== (first(request.body.confirmPassword) ?? '')) return again({ confirmPassword: 'The two passwords are not the same' });
+    try {
+      await app.recovery.resetPassword({ token, newPassword }, meta(request));
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'INVALID_TOKEN') return invalidLinkPage(reply);
+      if (error instanceof AppError && error.code.startsWith('PASSWORD_TOO_')) return again({ newPassword: error.message });
+      throw error;
+    }
+    return page(reply, views.messagePage({ loginPath, title: 'Password changed', message: 'Your password is changed and every session was signed out. Sign in with the new password.', role: 'status', link: { href: `${loginPath}/sign-in`, text: 'Sign in' } }));
   });
 
   // Sign out

@@ -61,6 +61,7 @@ ${field({ name: 'email', label: 'E-mail address', type: 'email', value: o.email,
 ${field({ name: 'password', label: 'Password', type: 'password', autocomplete: 'current-password', autofocus: Boolean(o.email), error: o.error })}
 <button type="submit">Sign in</button>
 </form>
+<p><a href="${o.loginPath}/forgot-password">Forgot your password?</a></p>
 <p>No account yet? <a href="${o.loginPath}/sign-up${q}">Create one</a></p>`,
   });
 }
@@ -174,6 +175,40 @@ ${hidden('csrf', o.csrf)}${Object.entries(o.fields).map(([k, v]) => hidden(k, v)
 <button type="submit" name="decision" value="sign-out">Sign out</button>
 <button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
 </div>
+</form>`,
+  });
+}
+
+export function forgotPasswordPage(o: { loginPath: string; csrf: string; email?: string | undefined; sent?: boolean; error?: string | undefined }): string {
+  return layout({
+    title: 'Reset your password',
+    loginPath: o.loginPath,
+    body: o.sent
+      ? html`<h1>Check your e-mail</h1>
+<p role="status">If this email exists in our system, check your email for the reset link. It works once and expires soon.</p>
+<p><a href="${o.loginPath}/sign-in">Back to sign in</a></p>`
+      : html`<h1>Reset your password</h1>
+<p>Enter the e-mail address of your account; we will send you a link to choose a new password.</p>
+<form method="post" action="${o.loginPath}/forgot-password" novalidate>
+${hidden('csrf', o.csrf)}
+${field({ name: 'email', label: 'E-mail address', type: 'email', value: o.email, autocomplete: 'username', autofocus: true, error: o.error })}
+<button type="submit">Send the link</button>
+</form>
+<p><a href="${o.loginPath}/sign-in">Back to sign in</a></p>`,
+  });
+}
+
+export function resetPasswordPage(o: { loginPath: string; csrf: string; token: string; errors?: FieldErrors }): string {
+  const errors = o.errors ?? {};
+  return layout({
+    title: 'Choose a new password',
+    loginPath: o.loginPath,
+    body: html`<h1>Choose a new password</h1>
+<form method="post" action="${o.loginPath}/reset-password" novalidate>
+${hidden('csrf', o.csrf)}${hidden('token', o.token)}
+${field({ name: 'newPassword', label: 'New password (8 to 128 characters)', type: 'password', autocomplete: 'new-password', autofocus: true, error: errors.newPassword })}
+${field({ name: 'confirmPassword', label: 'Repeat the new password', type: 'password', autocomplete: 'new-password', error: errors.confirmPassword })}
+<button type="submit">Change password</button>
 </form>`,
   });
 }

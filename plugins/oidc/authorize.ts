@@ -33,6 +33,7 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
   app.setErrorHandler((error, request, reply) => renderAuthorizeError(request, reply, toOAuthError(error as never, request), loginPath));
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
+    app.rateLimit(reply, 'AUTHORIZE', request.ip);
     const decision = await app.authorization.authorize(params, await app.currentSession(request));
     return sendDecision(reply, decision, config.loginUrl);
   };

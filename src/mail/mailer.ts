@@ -1,6 +1,7 @@
 // Outgoing mail through nodemailer to SMTP_URL; without SMTP (development), mails are appended to
 // DATA_DIR/outbox.jsonl and their links logged, so a new user can still follow them.
-// Sending never blocks or changes an HTTP response: callers fire and forget.
+// Sending never blocks or changes an HTTP response: callers hand the message over and return. A failed
+// send is retried after each of MAIL_RETRY_DELAYS; the counts and the last failure are in /readyz.
 import { appendFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
@@ -16,17 +17,58 @@ export interface MailMessage {
   kind: string;
 }
 
-export interface Mailer {
-  send(message: MailMessage): Promise<void>;
-  /** Starts sending in the background; failures are logged, never thrown to the caller. */
-  sendInBackground(message: MailMessage): void;
-  close(): void;
+export interface MailStats {
+  transport: 'smtp' | 'outbox';
+  sent: number;
+  /** Sends that gave up after the last retry. */
+  failed: number;
+  /** Retries made so far (each failed attempt that was tried again). */
+  retried: number;
+  /** Messages handed over and not yet sent or given up. */
+  pending: number;
+  lastFailure: { at: string; kind: string; error: string } | null;
 }
 
-export function createMailer(options: { smtpUrl?: string | undefined; from: string; dataDir: string; log: FastifyBaseLogger }): Mailer {
+export interface Mailer {
+  /** One attempt, errors thrown to the caller. */
+  send(message: MailMessage): Promise<void>;
+  /** Sends in the background with retries; failures are logged and counted, never thrown. */
+  sendInBackground(message: MailMessage): void;
+  stats(): MailStats;
+  /** Waits for background sends (with their retries) to settle, at most timeoutMs. */
+  drain(timeoutMs?: number): Promise<void>;
+  /** Gives pending retries one last attempt now, waits for them (bounded), closes the transport. */
+  close(): Promise<void>;
+}
+
+export interface MailerOptions {
+  smtpUrl?: string | undefined;
+  from: string;
+  dataDir: string;
+  log: FastifyBaseLogger;
+  /** Waits before each retry; [] sends once. */
+  retryDelaysMs?: number[];
+}
+
+/** What of an SMTP error may be logged and shown: the code and the server's reply, never credentials. */
+function describe(error: unknown): string {
+  const e = error as { code?: string; responseCode?: number; response?: string; message?: string };
+  const parts = [e.code, e.responseCode, e.response ?? e.message].filter((p) => p !== undefined && p !== '');
+  return parts.join(' ').replace(/\/\/[^@\s]*@/g, '//***@').slice(0, 300);
+}
+
+export function createMailer(options: MailerOptions): Mailer {
   const { log } = options;
-  const transport = options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : undefined;
+  const retryDelays = options.retryDelaysMs ?? [5000, 30000, 120000];
+  // Bounded waits, so a silent SMTP server cannot hold a send (and its retries) forever.
+  const transport = options.smtpUrl
+    ? nodemailer.createTransport({ url: options.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 } as never)
+    : undefined;
   const outbox = join(options.dataDir, 'outbox.jsonl');
+  const stats: MailStats = { transport: transport ? 'smtp' : 'outbox', sent: 0, failed: 0, retried: 0, pending: 0, lastFailure: null };
+  const inFlight = new Set<Promise<void>>();
+  const timers = new Set<{ timer: NodeJS.Timeout; wake: () => void }>();
+  let closed = false;
 
   async function send(message: MailMessage): Promise<void> {
     if (transport) {
@@ -41,13 +83,67 @@ export function createMailer(options: { smtpUrl?: string | undefined; from: stri
     log.warn(`SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${message.link ? `; link: ${message.link}` : ''}`);
   }
 
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const entry = { timer: setTimeout(() => (timers.delete(entry), resolve()), ms), wake: resolve };
+      timers.add(entry);
+    });
+
+  async function sendWithRetries(message: MailMessage): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await send(message);
+        stats.sent += 1;
+        return;
+      } catch (error) {
+        const reason = describe(error);
+        stats.lastFailure = { at: new Date().toISOString(), kind: message.kind, error: reason };
+        const delay = retryDelays[attempt];
+        if (delay === undefined || closed) {
+          stats.failed += 1;
+          log.error({ mail: message.kind, attempts: attempt + 1, reason }, 'mail could not be sent; giving up');
+          return;
+        }
+        stats.retried += 1;
+        log.warn({ mail: message.kind, attempt: attempt + 1, retryInMs: delay, reason }, 'mail could not be sent; will retry');
+        await wait(delay);
+      }
+    }
+  }
+
   return {
     send,
     sendInBackground(message) {
-      send(message).catch((error: unknown) => log.error({ err: error, mail: message.kind }, 'mail could not be sent'));
+      stats.pending += 1;
+      const p = sendWithRetries(message).finally(() => {
+        stats.pending -= 1;
+        inFlight.delete(p);
+      });
+      inFlight.add(p);
     },
-    close() {
+    stats: () => ({ ...stats, lastFailure: stats.lastFailure && { ...stats.lastFailure } }),
+    drain,
+    async close() {
+      closed = true;
+      for (const t of timers) {
+        clearTimeout(t.timer);
+        t.wake();
+      }
+      timers.clear();
+      await drain(5000);
       transport?.close();
     },
   };
+
+  async function drain(timeoutMs = 5000) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...inFlight]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutMs);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+  }
 }

@@ -10,7 +10,7 @@ import { AppError } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
 import { verificationMail } from '../mail/templates.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, needsRehash, verifyAgainstDummy, verifyPassword } from '../passwords.js';
+import { hashPassword, needsRehash, passwordLengthProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { SessionService } from './sessions.js';
 
@@ -52,8 +52,8 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
       const problems: Array<{ field: string; message: string }> = [];
       const email = input.email.trim();
       if (!EMAIL.test(email) || email.length > 254) problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
-      if (input.password.length < 8) problems.push({ field: 'password', message: 'Use at least 8 characters' });
-      if (input.password.length > 128) problems.push({ field: 'password', message: 'Use at most 128 characters' });
+      const passwordProblem = passwordLengthProblem(input.password);
+      if (passwordProblem) problems.push({ field: 'password', message: passwordProblem.message });
       const name = input.name?.trim();
       if (name && name.length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);

@@ -6,6 +6,17 @@ import { appendAuditEvent } from '../../db/repositories/audit.js';
 export function createTokenService(deps: { db: Db }) {
   const { db } = deps;
   return {
+    /** The cookie logout: the refresh token's whole family, whichever client it belongs to. */
+    async revokeRefreshFamily(refreshHash: string, ip: string | null): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const family = await authz.revokeRefreshFamilyByHash(trx, refreshHash);
+        if (family) {
+          await appendAuditEvent(trx, { type: 'token.revoked', userId: family.userId, clientId: family.clientId, ip, detail: { kind: 'refresh_token', grantId: family.grantId, reason: 'cookie-logout' } });
+        }
+        return Boolean(family);
+      });
+    },
+
     /** Revokes a token of this client, whichever kind it is; the hint only decides which is tried first. */
     async revoke(tokenHash: string, clientId: string, hint: 'access_token' | 'refresh_token', ip: string | null): Promise<void> {
       await db.transaction().execute(async (trx) => {

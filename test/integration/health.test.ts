@@ -14,7 +14,11 @@ t.test('readyz is 200 while the database answers and 503 once it is gone', async
   const { app, database } = await buildTestApp(t);
   const ready = await app.inject({ method: 'GET', url: '/readyz' });
   t.equal(ready.statusCode, 200);
-  t.same(ready.json(), { status: 'ready', database: database.engine });
+  t.same(ready.json(), {
+    status: 'ready',
+    database: database.engine,
+    mail: { transport: 'outbox', sent: 0, failed: 0, retried: 0, pending: 0, lastFailure: null },
+  });
 
   await database.close();
   const gone = await app.inject({ method: 'GET', url: '/readyz' });

@@ -1,0 +1,154 @@
+// Account recovery (spec: request-password-reset, reset-password; decisions.md, Recovery).
+//  - A request answers the same way, at the same speed, whether or not the account exists: after the
+//    redirect target is checked, everything that depends on the account runs in the background.
+//  - Reset tokens: 256-bit, only the SHA-256 stored, RESET_TOKEN_TTL (30 min), single use, and a newer
+//    request supersedes the older link.
+//  - A reset sets the new hash and revokes every session, grant, access and refresh token (offline ones
+//    too) and every outstanding code in one transaction; the user is not signed in.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/create-db.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { revokeAllUserTokens } from '../../db/repositories/authorization.js';
+import * as resets from '../../db/repositories/password-reset.js';
+import { revokeUserSessions } from '../../db/repositories/sessions.js';
+import { findUserByEmail, findUserById, updateUserRow } from '../../db/repositories/users.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { Mailer } from '../mail/mailer.js';
+import { passwordChangedMail, passwordResetMail } from '../mail/templates.js';
+import { originOf } from '../oauth/redirect-uri.js';
+import { generateToken, hashToken } from '../oauth/tokens.js';
+import { hashPassword, passwordLengthProblem } from '../passwords.js';
+import type { RequestMeta } from './accounts.js';
+import type { ApplicationService } from './applications.js';
+
+export const GENERIC_RESET_RESPONSE = {
+  status: true as const,
+  message: 'If this email exists in our system, check your email for the reset link',
+};
+
+export const invalidResetToken = () => new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
+
+export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; applications: ApplicationService; log: FastifyBaseLogger }) {
+  const { db, config, log } = deps;
+  const background = new Set<Promise<void>>();
+  /** The hosted reset page: where links go when the caller's target is not usable. */
+  const resetPage = `${config.loginUrl}/reset-password`;
+
+  /**
+   * An absolute http(s) URL on a trusted origin (login or API origin, FIRST_PARTY_ORIGINS, an enabled
+   * application's web origin or redirect-URI origin); a path is taken relative to the login origin.
+   */
+  async function trustedTarget(redirectTo: string): Promise<string | undefined> {
+    if (redirectTo.length > 2048 || /[\s\\]/.test(redirectTo)) return undefined;
+    let url: URL;
+    try {
+      url = /^\/(?!\/)/.test(redirectTo) ? new URL(redirectTo, config.loginUrl) : new URL(redirectTo);
+    } catch {
+      return undefined;
+    }
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password) return undefined;
+    const own = [originOf(config.loginUrl), originOf(config.baseUrl), ...config.firstPartyOrigins];
+    if (!own.includes(url.origin) && !(await deps.applications.trustedOrigins()).has(url.origin)) return undefined;
+    return url.href;
+  }
+
+  function withParam(target: string, name: string, value: string): string {
+    const url = new URL(target);
+    url.searchParams.set(name, value);
+    return url.href;
+  }
+
+  function inBackground(task: () => Promise<void>) {
+    const p = task()
+      .catch((error: unknown) => log.error({ err: error }, 'password reset request failed in the background'))
+      .finally(() => background.delete(p));
+    background.add(p);
+  }
+
+  async function issue(email: string, target: string, meta: RequestMeta) {
+    const user = await findUserByEmail(db, email);
+    if (!user || user.disabled) {
+      log.info('password reset requested for an address without an active account; nothing sent');
+      return;
+    }
+    const token = generateToken();
+    await db.transaction().execute(async (trx) => {
+      const superseded = await resets.replacePasswordResetToken(trx, {
+        token_hash: hashToken(token),
+        user_id: user.id,
+        redirect_to: target,
+        expires_at: new Date(Date.now() + config.ttl.resetToken * 1000),
+      });
+      await appendAuditEvent(trx, { type: 'password_reset.requested', userId: user.id, ip: meta.ip, detail: { superseded } });
+    });
+    // The link carries the checked target, so an unusable link can still send the browser back there.
+    const link = `${config.issuer}/reset-password/${token}?redirectTo=${encodeURIComponent(target)}`;
+    deps.mailer.sendInBackground(passwordResetMail(user.email, link, Math.round(config.ttl.resetToken / 60)));
+  }
+
+  return {
+    trustedTarget,
+    resetPage,
+
+    /** Checks the target (400 INVALID_REDIRECT) and returns at once; the rest happens in the background. */
+    async requestReset(input: { email: string; redirectTo: string }, meta: RequestMeta): Promise<typeof GENERIC_RESET_RESPONSE> {
+      const target = await trustedTarget(input.redirectTo);
+      if (!target) {
+        throw new AppError(400, 'INVALID_REDIRECT', 'redirectTo must be a URL on the login origin or on an origin registered by an application');
+      }
+      const email = input.email.trim();
+      if (email.length >= 3 && email.length <= 254 && email.includes('@')) inBackground(() => issue(email, target, meta));
+      return GENERIC_RESET_RESPONSE;
+    },
+
+    /** Where the mailed link sends the browser: the stored target with ?token, or an error target. */
+    async linkTarget(token: string, redirectTo: string | undefined): Promise<string> {
+      const row = TOKEN_SHAPE.test(token) ? await resets.findLivePasswordResetToken(db, hashToken(token)) : undefined;
+      if (row) return withParam(row.redirect_to, 'token', token);
+      const fallback = (redirectTo && (await trustedTarget(redirectTo))) || resetPage;
+      return withParam(fallback, 'error', 'INVALID_TOKEN');
+    },
+
+    /** True while the token can still be used (the hosted page checks before asking for a password). */
+    async isLive(token: string): Promise<boolean> {
+      return TOKEN_SHAPE.test(token) && Boolean(await resets.findLivePasswordResetToken(db, hashToken(token)));
+    },
+
+    async resetPassword(input: { token: string; newPassword: string }, meta: RequestMeta): Promise<void> {
+      const problem = passwordLengthProblem(input.newPassword);
+      if (problem) throw new AppError(400, problem.code, problem.message, [{ field: 'newPassword', message: problem.message }]);
+      if (!TOKEN_SHAPE.test(input.token)) throw invalidResetToken();
+      const tokenHash = hashToken(input.token);
+      // A cheap check first, so that a dead link costs no password hash.
+      if (!(await resets.findLivePasswordResetToken(db, tokenHash))) throw invalidResetToken();
+      const passwordHash = await hashPassword(input.newPassword);
+      const user = await db.transaction().execute(async (trx) => {
+        const row = await resets.consumePasswordResetToken(trx, tokenHash);
+        if (!row) return undefined;
+        const current = await findUserById(trx, row.user_id);
+        if (!current || current.disabled) return undefined;
+        // Following a link mailed to the address proves the address too.
+        const updated = await updateUserRow(trx, row.user_id, { password_hash: passwordHash, email_verified: true });
+        const sessions = await revokeUserSessions(trx, row.user_id);
+        const grants = await revokeAllUserTokens(trx, row.user_id);
+        await resets.revokeUserPasswordResetTokens(trx, row.user_id);
+        for (const sessionId of sessions) {
+          await appendAuditEvent(trx, { type: 'session.revoked', userId: row.user_id, ip: meta.ip, detail: { sessionId, reason: 'password_reset' } });
+        }
+        await appendAuditEvent(trx, { type: 'password_reset.completed', userId: row.user_id, ip: meta.ip, detail: { sessionsRevoked: sessions.length, grantsRevoked: grants } });
+        return updated;
+      });
+      if (!user) throw invalidResetToken();
+      deps.mailer.sendInBackground(passwordChangedMail(user.email, new Date(), `${config.loginUrl}/forgot-password`));
+    },
+
+    /** Waits for background requests (tests, shutdown). */
+    async drain(): Promise<void> {
+      await Promise.allSettled([...background]);
+    },
+  };
+}
+
+export type RecoveryService = ReturnType<typeof createRecoveryService>;
