@@ -118,3 +118,26 @@ t.test('describeEnv lists every variable with a description', async (t) => {
     t.ok(v && v.description.length > 0, `${name} is described`);
   }
 });
+
+t.test('mail retries, first-party origins and rate limits', async (t) => {
+  const defaults = loadConfig({}, cwd);
+  t.same(defaults.mailRetryDelaysMs, [5000, 30000, 120000]);
+  t.same(defaults.firstPartyOrigins, []);
+  t.equal(defaults.rateLimits.enabled, true);
+  t.same(defaults.rateLimits.rules.SIGN_IN_EMAIL, { limit: 5, windowSeconds: 60 });
+  t.same(defaults.rateLimits.rules.RESET_PASSWORD_IP, { limit: 10, windowSeconds: 900 });
+  t.same(defaults.rateLimits.rules.BEARER, { limit: 600, windowSeconds: 60 });
+
+  const custom = loadConfig({ MAIL_RETRY_DELAYS: '0.05,1,2.5', FIRST_PARTY_ORIGINS: 'https://app.example.com, http://localhost:5173', RATE_LIMITS: 'OFF', RATE_LIMIT_TOKEN: '5/10' }, cwd);
+  t.same(custom.mailRetryDelaysMs, [50, 1000, 2500]);
+  t.same(custom.firstPartyOrigins, ['https://app.example.com', 'http://localhost:5173']);
+  t.equal(custom.rateLimits.enabled, false);
+  t.same(custom.rateLimits.rules.TOKEN, { limit: 5, windowSeconds: 10 });
+  t.same(loadConfig({ MAIL_RETRY_DELAYS: 'none' }, cwd).mailRetryDelaysMs, []);
+  t.equal(loadConfig({ RATE_LIMITS: 'false' }, cwd).rateLimits.enabled, false);
+
+  const error = t.throws(() =>
+    loadConfig({ MAIL_RETRY_DELAYS: '1,,2', FIRST_PARTY_ORIGINS: 'https://app.example.com/path', RATE_LIMITS: 'sometimes', RATE_LIMIT_SIGN_IN_IP: '0/60' }, cwd),
+  ) as ConfigError;
+  t.same(error.problems.map((p) => p.name).sort(), ['FIRST_PARTY_ORIGINS', 'MAIL_RETRY_DELAYS', 'RATE_LIMITS', 'RATE_LIMIT_SIGN_IN_IP']);
+});
