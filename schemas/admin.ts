@@ -127,3 +127,29 @@ export const UserListSchema = Type.Object({
   items: Type.Array(UserSchema),
   nextCursor: Type.Optional(Type.String()),
 });
+
+export const AuditQuerySchema = Type.Object(
+  {
+    type: Type.Optional(Type.String({ maxLength: 500, pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'an event type, or several separated by commas' })),
+    userId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    clientId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    from: Type.Optional(Type.String({ maxLength: 64, description: 'events at or after this date-time (ISO 8601)' })),
+    to: Type.Optional(Type.String({ maxLength: 64, description: 'events before this date-time (ISO 8601)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+export const AuditEventSchema = Type.Object({
+  id: Type.String(),
+  type: Type.String(),
+  actor: Type.Union([Type.String(), Type.Null()]),
+  userId: Type.Union([Type.String(), Type.Null()]),
+  clientId: Type.Union([Type.String(), Type.Null()]),
+  ip: Type.Union([Type.String(), Type.Null()]),
+  detail: Type.Record(Type.String(), Type.Unknown()),
+  createdAt: Type.String(),
+});
+
+export const AuditPageSchema = Type.Object({ items: Type.Array(AuditEventSchema), nextCursor: Type.Optional(Type.String()) });

@@ -1,5 +1,5 @@
 // Password reset tokens: only the SHA-256 hash is stored; single use (used_at), superseded by a newer
-// request (revoked_at), 30 minutes by default. Plus user_id indexes for revoking all of a user's tokens.
+// request (revoked_at), 30 minutes by default. Plus user_id indexes for revoking all of a user's tokens, and audit indexes.
 import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
@@ -20,9 +20,14 @@ export async function up(db: Kysely<any>): Promise<void> {
   for (const table of ['access_tokens', 'refresh_tokens', 'authorization_codes']) {
     await db.schema.createIndex(`${table}_user_idx`).on(table).column('user_id').execute();
   }
+  // The audit API filters by user and application, newest first.
+  await db.schema.createIndex('audit_events_user_idx').on('audit_events').columns(['user_id', 'id']).execute();
+  await db.schema.createIndex('audit_events_client_idx').on('audit_events').columns(['client_id', 'id']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('audit_events_user_idx').execute();
+  await db.schema.dropIndex('audit_events_client_idx').execute();
   for (const table of ['access_tokens', 'refresh_tokens', 'authorization_codes']) {
     await db.schema.dropIndex(`${table}_user_idx`).execute();
   }

@@ -11,6 +11,8 @@ import {
   UserListSchema,
   UserSchema,
   UserUpdateSchema,
+  AuditQuerySchema,
+  AuditPageSchema,
 } from '../../schemas/admin.js';
 import Type from 'typebox';
 import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
@@ -99,6 +101,13 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
       app.keys.invalidate();
       return { items };
     },
+  );
+
+  // Audit trail, newest first
+  app.get(
+    '/audit-events',
+    { schema: { querystring: AuditQuerySchema, response: { 200: AuditPageSchema, ...errors } } },
+    async (request) => app.services.audit.list(request.query),
   );
 
   // Users (":id" is the user id, or the e-mail address)

@@ -4,10 +4,11 @@ import type { FastifyInstance } from 'fastify';
 import { createApplicationService, type ApplicationService, type StaticApplications } from '../../src/services/applications.js';
 import { createUserService, type UserService } from '../../src/services/users.js';
 import { createUserAccessService, type UserAccessService } from '../../src/services/user-access.js';
+import { createAuditService, type AuditService } from '../../src/services/audit.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    services: { applications: ApplicationService; users: UserService; access: UserAccessService };
+    services: { applications: ApplicationService; users: UserService; access: UserAccessService; audit: AuditService };
     staticApplications: StaticApplications;
   }
 }
@@ -24,6 +25,7 @@ export default fp(
       applications: createApplicationService({ db: app.db, staticApplications: options.staticApplications }),
       users,
       access: createUserAccessService({ db: app.db, users }),
+      audit: createAuditService({ db: app.db }),
     });
   },
   { name: 'services', dependencies: ['db'] },

@@ -1,0 +1,67 @@
+// Reading the audit trail (admin API and admin web): filters by type, user, application and time,
+// newest first, with an opaque cursor (the last id of the page) so that paging is stable while new
+// events are appended.
+import type { Db } from '../../db/create-db.js';
+import { pageAuditEvents } from '../../db/repositories/audit.js';
+import { validationError, type FieldProblem } from '../errors.js';
+
+export interface AuditEvent {
+  id: string;
+  type: string;
+  actor: string | null;
+  userId: string | null;
+  clientId: string | null;
+  ip: string | null;
+  detail: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface AuditQuery {
+  type?: string | undefined;
+  userId?: string | undefined;
+  clientId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+export function createAuditService(deps: { db: Db }) {
+  return {
+    async list(query: AuditQuery): Promise<{ items: AuditEvent[]; nextCursor?: string }> {
+      const problems: FieldProblem[] = [];
+      const time = (field: 'from' | 'to') => {
+        const value = query[field];
+        if (value === undefined) return undefined;
+        const date = new Date(value);
+        if (Number.isNaN(date.getTime())) problems.push({ field, message: 'must be a date-time such as 2026-11-22T10:00:00Z' });
+        return date;
+      };
+      const from = time('from');
+      const to = time('to');
+      let beforeId: string | undefined;
+      if (query.cursor !== undefined) {
+        beforeId = Buffer.from(query.cursor, 'base64url').toString('utf8');
+        if (!/^[1-9]\d{0,18}$/.test(beforeId)) problems.push({ field: 'cursor', message: 'is not a cursor this API returned' });
+      }
+      if (problems.length) throw validationError(problems);
+      const limit = query.limit ?? 50;
+      // One type or a comma-separated list of types.
+      const types = query.type?.split(',').map((t) => t.trim()).filter(Boolean);
+      const rows = await pageAuditEvents(deps.db, { types, userId: query.userId, clientId: query.clientId, from, to, beforeId }, limit + 1);
+      const items = rows.slice(0, limit).map((r) => ({
+        id: String(r.id),
+        type: r.type,
+        actor: r.actor,
+        userId: r.user_id,
+        clientId: r.client_id,
+        ip: r.ip,
+        detail: (typeof r.detail === 'string' ? JSON.parse(r.detail) : r.detail) as Record<string, unknown>,
+        createdAt: new Date(r.created_at as unknown as string).toISOString(),
+      }));
+      return rows.length > limit ? { items, nextCursor: Buffer.from(items[items.length - 1]!.id, 'utf8').toString('base64url') } : { items };
+    },
+  };
+}
+
+export type AuditService = ReturnType<typeof createAuditService>;
