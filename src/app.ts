@@ -24,6 +24,7 @@ import authorizePlugin from '../plugins/oidc/authorize.js';
 import tokenPlugin from '../plugins/oidc/token.js';
 import tokenCookiePlugin from '../plugins/oidc/token-cookie.js';
 import rateLimitPlugin from '../plugins/infra/rate-limit.js';
+import openapiPlugin from '../plugins/openapi.js';
 import userinfoPlugin from '../plugins/oidc/userinfo.js';
 import revokePlugin from '../plugins/oidc/revoke.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
@@ -100,6 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const staticApplications = options.staticApplications ?? loadStaticApplications(config.staticApplicationsFile);
 
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
+  await app.register(openapiPlugin, { config });
   await app.register(dbPlugin, { config, database: options.database });
   await app.register(servicesPlugin, { staticApplications });
   await app.register(cookie);

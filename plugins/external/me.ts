@@ -2,20 +2,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { claimsFor } from '../../src/oauth/claims.js';
+import { ClaimsSchema as Claims } from '../../schemas/oauth.js';
 
-const Claims = Type.Object(
-  {
-    sub: Type.String(),
-    email: Type.Optional(Type.String()),
-    email_verified: Type.Optional(Type.Boolean()),
-    name: Type.Optional(Type.String()),
-    given_name: Type.Optional(Type.String()),
-    family_name: Type.Optional(Type.String()),
-    picture: Type.Optional(Type.String()),
-    permissions: Type.Optional(Type.Array(Type.String())),
-  },
-  { additionalProperties: false },
-);
 
 const meRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get(

@@ -12,6 +12,7 @@ import { SCOPES } from '../../src/oauth/scopes.js';
 import { decisionLocation } from '../oidc/authorize.js';
 import { ErrorSchema } from '../../schemas/common.js';
 import { emailKey } from '../../src/rate-limit.js';
+import { Redirect as Redirected } from '../../schemas/oauth.js';
 
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
 const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
@@ -113,7 +114,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
 
   app.get(
     '/reset-password/:token',
-    { schema: { params: Type.Object({ token: Type.String({ maxLength: 256 }) }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String({ maxLength: 2048 })) }) } },
+    { schema: { params: Type.Object({ token: Type.String({ maxLength: 256 }) }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String({ maxLength: 2048 })) }), response: { 302: Redirected('to redirectTo?token=..., or with error=INVALID_TOKEN') } } },
     async (request, reply) => {
       const location = await app.recovery.linkTarget(request.params.token, request.query.redirectTo);
       // The token is in the Location: no Referer may carry it further.

@@ -6,6 +6,13 @@ import type { Config } from '../../src/config.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import type { Decision, RawParams } from '../../src/services/authorization.js';
 import { renderAuthorizeError, toOAuthError } from './errors.js';
+import { documentOnly, HtmlPage, OAuthErrorSchema, Redirect } from '../../schemas/oauth.js';
+
+const AuthorizeResponses = {
+  303: Redirect('to a hosted login page, or to the redirect_uri with a code or an error'),
+  400: Type.Union([HtmlPage('error page (an unknown client or redirect_uri is never redirected to)'), OAuthErrorSchema]),
+  429: Type.Union([HtmlPage('rate limited; Retry-After'), OAuthErrorSchema]),
+};
 
 // Loose on purpose: the code answers with the RFC's error codes, not a schema error.
 export const OAuthParamsSchema = Type.Record(
@@ -30,6 +37,7 @@ export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: 
 }
 
 const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
+  documentOnly(app);
   app.setErrorHandler((error, request, reply) => renderAuthorizeError(request, reply, toOAuthError(error as never, request), loginPath));
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
@@ -38,10 +46,10 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
     return sendDecision(reply, decision, config.loginUrl);
   };
 
-  app.get('/oauth2/authorize', { schema: { querystring: OAuthParamsSchema } }, async (request, reply) =>
+  app.get('/oauth2/authorize', { schema: { querystring: OAuthParamsSchema, response: AuthorizeResponses } }, async (request, reply) =>
     handler(request.query as RawParams, request, reply),
   );
-  app.post('/oauth2/authorize', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
+  app.post('/oauth2/authorize', { schema: { body: OAuthParamsSchema, response: AuthorizeResponses } }, async (request, reply) => {
     if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
       throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
     }
@@ -50,7 +58,7 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
 
   app.get(
     '/oauth2/authorize/continue',
-    { schema: { querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }) } },
+    { schema: { querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }), response: AuthorizeResponses } },
     async (request, reply) => {
       const decision = await app.authorization.decide(request.query.request, await app.currentSession(request));
       return sendDecision(reply, decision, config.loginUrl);

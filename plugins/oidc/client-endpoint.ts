@@ -4,8 +4,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../../src/oauth/errors.js';
 import type { RawParams } from '../../src/services/authorization.js';
 import { sendOAuthJson, toOAuthError } from './errors.js';
+import { documentOnly, NoContent } from '../../schemas/oauth.js';
 
 export function setUpClientEndpoint(app: FastifyInstance, path: string) {
+  documentOnly(app);
   app.setErrorHandler((error, request, reply) => sendOAuthJson(reply, toOAuthError(error as never, request)));
   // Browser CORS: preflight from any registered origin; the answer readable only by the client's own origins.
   app.addHook('preHandler', async (request) => {
@@ -15,7 +17,7 @@ export function setUpClientEndpoint(app: FastifyInstance, path: string) {
   app.addHook('onSend', async (request, reply) => {
     if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
   });
-  app.options(path, async (request, reply) => app.cors.preflight(request, reply));
+  app.options(path, { schema: { response: { 204: NoContent('CORS preflight') } } }, async (request, reply) => app.cors.preflight(request, reply));
 }
 
 /** The form body, after the checks every client endpoint makes. */

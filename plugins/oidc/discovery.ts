@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../../src/config.js';
 import { CLAIMS_SUPPORTED } from '../../src/oauth/claims.js';
 import { SCOPE_NAMES } from '../../src/oauth/scopes.js';
+import { DiscoverySchema, documentOnly } from '../../schemas/oauth.js';
 
 export function discoveryDocument(config: Config) {
   const issuer = config.issuer;
@@ -36,12 +37,13 @@ export function discoveryDocument(config: Config) {
 
 const discoveryPlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const document = JSON.stringify(discoveryDocument(config));
-  app.get('/.well-known/openid-configuration', async (_request, reply) => {
+  documentOnly(app);
+  app.get('/.well-known/openid-configuration', { schema: { response: { 200: DiscoverySchema } } }, async (_request, reply) => {
     reply
       .header('content-type', 'application/json; charset=utf-8')
       .header('cache-control', 'public, max-age=300')
       .header('access-control-allow-origin', '*');
-    return reply.send(document);
+    return reply.send(document as never);
   });
 };
 

@@ -14,10 +14,19 @@ import { securityHeaders } from '../login/security.js';
 import * as views from '../login/views.js';
 import { OAuthParamsSchema } from './authorize.js';
 import { renderAuthorizeError, toOAuthError } from './errors.js';
+import { documentOnly, HtmlPage, Redirect } from '../../schemas/oauth.js';
+import Type from 'typebox';
+
+const EndSessionResponses = {
+  200: HtmlPage('a confirmation page, or "signed out"'),
+  303: Redirect('to the registered post_logout_redirect_uri'),
+  400: Type.Union([HtmlPage('error page'), Type.Object({ error: Type.String(), error_description: Type.Optional(Type.String()) })]),
+};
 
 const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
   const csrf = createCsrf(config);
   const cookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
+  documentOnly(app);
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof AppError) {
       securityHeaders(reply);
@@ -110,9 +119,9 @@ const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: s
     );
   };
 
-  app.get('/oauth2/end-session', { schema: { querystring: OAuthParamsSchema } }, async (request, reply) => handler(request.query as RawParams, request, reply));
-  app.post('/oauth2/end-session', { schema: { body: OAuthParamsSchema } }, async (request, reply) => handler((request.body ?? {}) as RawParams, request, reply));
-  app.post('/oauth2/end-session/confirm', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
+  app.get('/oauth2/end-session', { schema: { querystring: OAuthParamsSchema, response: EndSessionResponses } }, async (request, reply) => handler(request.query as RawParams, request, reply));
+  app.post('/oauth2/end-session', { schema: { body: OAuthParamsSchema, response: EndSessionResponses } }, async (request, reply) => handler((request.body ?? {}) as RawParams, request, reply));
+  app.post('/oauth2/end-session/confirm', { schema: { body: OAuthParamsSchema, response: EndSessionResponses } }, async (request, reply) => {
     const form = (request.body ?? {}) as RawParams;
     csrf.check(request, single(form, 'csrf'));
     const target = await resolve({ client_id: form.client_id, post_logout_redirect_uri: form.post_logout_redirect_uri, state: form.state });

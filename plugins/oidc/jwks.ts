@@ -1,15 +1,17 @@
 // The JSON Web Key Set: public members only, every published key (next, current, retired).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { JWKS_MAX_AGE_SECONDS } from '../infra/oidc-services.js';
+import { documentOnly, JwksSchema } from '../../schemas/oauth.js';
 
 const jwksPlugin: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/jwks', async (_request, reply) => {
+  documentOnly(app);
+  app.get('/jwks', { schema: { response: { 200: JwksSchema } } }, async (_request, reply) => {
     const jwks = await app.keys.jwks();
     reply
       .header('content-type', 'application/jwk-set+json; charset=utf-8')
       .header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`)
       .header('access-control-allow-origin', '*');
-    return reply.send(JSON.stringify(jwks));
+    return reply.send(JSON.stringify(jwks) as never);
   });
 };
 

@@ -6,11 +6,12 @@ import { OAuthError } from '../../src/oauth/errors.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 import { OAuthParamsSchema } from './authorize.js';
 import { formParams, setUpClientEndpoint } from './client-endpoint.js';
+import { Empty, OAuthErrorSchema } from '../../schemas/oauth.js';
 
 const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
   setUpClientEndpoint(app, '/oauth2/revoke');
 
-  app.post('/oauth2/revoke', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
+  app.post('/oauth2/revoke', { schema: { body: OAuthParamsSchema, response: { 200: Empty('revoked, or nothing to revoke (RFC 7009 §2.2)'), 400: OAuthErrorSchema, 401: OAuthErrorSchema } } }, async (request, reply) => {
     const body = formParams(request, reply);
     const clientId = body.client_id as string | undefined;
     const token = body.token as string | undefined;
@@ -21,7 +22,7 @@ const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
     if (token.length <= 256) {
       await app.tokens.revoke(hashToken(token), client.clientId, body.token_type_hint === 'access_token' ? 'access_token' : 'refresh_token', request.ip);
     }
-    return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send();
+    return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send(undefined);
   });
 };
 

@@ -12,7 +12,8 @@ import { hashToken } from '../../src/oauth/tokens.js';
 import { OAuthParamsSchema } from './authorize.js';
 import { formParams } from './client-endpoint.js';
 import { sendOAuthJson, toOAuthError } from './errors.js';
-import { grantTokens } from './token.js';
+import { grantTokens, TokenErrors } from './token.js';
+import { documentOnly, NoContent, OAuthErrorSchema, TokenResponseSchema } from '../../schemas/oauth.js';
 
 export function refreshCookieName(config: Config): string {
   return config.cookieSecure ? '__Secure-idp.refresh' : 'idp.refresh';
@@ -33,6 +34,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
   // demands a form body through formParams().
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
 
+  documentOnly(app);
   app.setErrorHandler((error, request, reply) => sendOAuthJson(reply, toOAuthError(error as never, request)));
 
   // Every answer (errors included) tells a first-party origin it may read it with credentials.
@@ -52,7 +54,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
   }
 
   for (const path of ['/oauth2/token/cookie', '/oauth2/token/cookie-logout']) {
-    app.options(path, async (request, reply) => {
+    app.options(path, { schema: { response: { 204: NoContent('CORS preflight (first-party origins, with credentials)') } } }, async (request, reply) => {
       if (request.headers.origin && firstParty.has(request.headers.origin)) {
         reply.header('access-control-allow-methods', 'POST, OPTIONS').header('access-control-allow-headers', 'Content-Type').header('access-control-max-age', '600');
       }
@@ -60,7 +62,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
     });
   }
 
-  app.post('/oauth2/token/cookie', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
+  app.post('/oauth2/token/cookie', { schema: { body: OAuthParamsSchema, response: { 200: TokenResponseSchema, ...TokenErrors, 403: OAuthErrorSchema } } }, async (request, reply) => {
     requireFirstParty(request);
     let body = formParams(request, reply);
     const refreshing = body.grant_type === 'refresh_token';
@@ -85,7 +87,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
     return reply.send(rest);
   });
 
-  app.post('/oauth2/token/cookie-logout', async (request, reply) => {
+  app.post('/oauth2/token/cookie-logout', { schema: { response: { 204: NoContent('the refresh family is revoked and the cookie cleared'), 403: OAuthErrorSchema } } }, async (request, reply) => {
     requireFirstParty(request);
     const cookie = request.cookies[name];
     if (cookie && cookie.length <= 256) await app.tokens.revokeRefreshFamily(hashToken(cookie), request.ip);

@@ -6,6 +6,9 @@ import { OAuthError } from '../../src/oauth/errors.js';
 import type { RawParams, TokenResponse } from '../../src/services/authorization.js';
 import { OAuthParamsSchema } from './authorize.js';
 import { formParams, setUpClientEndpoint } from './client-endpoint.js';
+import { OAuthErrorSchema, TokenResponseSchema } from '../../schemas/oauth.js';
+
+export const TokenErrors = { 400: OAuthErrorSchema, 401: OAuthErrorSchema, 429: OAuthErrorSchema };
 
 /** Runs the grant the (already checked) form body asks for; counts the client's rate limit first. */
 export async function grantTokens(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: RawParams): Promise<TokenResponse> {
@@ -32,7 +35,7 @@ export async function grantTokens(app: FastifyInstance, request: FastifyRequest,
 const tokenPlugin: FastifyPluginAsyncTypebox = async (app) => {
   setUpClientEndpoint(app, '/oauth2/token');
 
-  app.post('/oauth2/token', { schema: { body: OAuthParamsSchema } }, async (request, reply) => {
+  app.post('/oauth2/token', { schema: { body: OAuthParamsSchema, response: { 200: TokenResponseSchema, ...TokenErrors } } }, async (request, reply) => {
     const tokens = await grantTokens(app, request, reply, formParams(request, reply));
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });

@@ -5,9 +5,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { claimsFor } from '../../src/oauth/claims.js';
+import { AppError } from '../../src/errors.js';
+import { BearerErrors, ClaimsSchema, documentOnly } from '../../schemas/oauth.js';
 
 const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
+  documentOnly(app);
+  const schema = { response: { 200: ClaimsSchema, ...BearerErrors } };
   app.setErrorHandler((error, request, reply) => {
+    if (error instanceof AppError) return reply.code(error.statusCode).header('cache-control', 'no-store').send(error.toJSON());
     request.log.error({ err: error }, 'unexpected error in userinfo');
     return reply.code(500).header('cache-control', 'no-store').send({ error: 'INTERNAL_ERROR' });
   });
@@ -18,8 +23,8 @@ const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
     return claimsFor(user, request.bearer!.scopes);
   };
   const onRequest = app.requireScopes('openid');
-  app.get('/oauth2/userinfo', { onRequest }, handler);
-  app.post('/oauth2/userinfo', { onRequest }, handler);
+  app.get('/oauth2/userinfo', { onRequest, schema }, handler as never);
+  app.post('/oauth2/userinfo', { onRequest, schema }, handler as never);
 };
 
 export default userinfoPlugin;

@@ -1,0 +1,61 @@
+// Response shapes of the protocol endpoints, for the OpenAPI document. The protocol plugins serialize
+// with JSON.stringify (documentOnly), so these describe the answers without filtering them.
+import Type from 'typebox';
+import type { FastifyInstance } from 'fastify';
+
+export function documentOnly(app: FastifyInstance) {
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+}
+
+export const OAuthErrorSchema = Type.Object(
+  { error: Type.String({ description: 'RFC 6749 §5.2 error code' }), error_description: Type.Optional(Type.String()) },
+  { description: 'OAuth error (RFC 6749 §5.2)' },
+);
+
+export const TokenResponseSchema = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  id_token: Type.Optional(Type.String()),
+  refresh_token: Type.Optional(Type.String({ description: 'only when offline_access was granted; never from the cookie endpoint' })),
+  scope: Type.String(),
+});
+
+export const ClaimsSchema = Type.Object(
+  {
+    sub: Type.String(),
+    email: Type.Optional(Type.String()),
+    email_verified: Type.Optional(Type.Boolean()),
+    name: Type.Optional(Type.String()),
+    given_name: Type.Optional(Type.String()),
+    family_name: Type.Optional(Type.String()),
+    picture: Type.Optional(Type.String()),
+    permissions: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: false },
+);
+
+export const BearerErrors = {
+  401: Type.Object({ error: Type.Literal('UNAUTHORIZED') }, { description: 'missing, unknown, expired or revoked token (WWW-Authenticate: Bearer)' }),
+  403: Type.Object({ error: Type.Literal('FORBIDDEN'), missingScopes: Type.Array(Type.String()) }, { description: 'a required scope was not granted' }),
+  429: Type.Object({ error: Type.Literal('TOO_MANY_REQUESTS'), message: Type.String() }, { description: 'rate limit per access token; Retry-After' }),
+};
+
+export const DiscoverySchema = Type.Object(
+  {
+    issuer: Type.String(),
+    authorization_endpoint: Type.String(),
+    token_endpoint: Type.String(),
+    userinfo_endpoint: Type.String(),
+    jwks_uri: Type.String(),
+  },
+  { additionalProperties: true, description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3)' },
+);
+
+export const JwksSchema = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) });
+
+/** No body (send() without a payload); `type: null` in the document. */
+export const Empty = (description: string) => Type.Unsafe<undefined>({ type: 'null', description });
+export const Redirect = (description: string) => Empty(`${description} (Location header)`);
+export const NoContent = Empty;
+export const HtmlPage = (description: string) => Type.String({ description: `text/html: ${description}` });
