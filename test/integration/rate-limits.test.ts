@@ -1,0 +1,442 @@
+// Rate limits (decisions.md, Limits) with small limits: every rule answers 429 with Retry-After past its
+// limit, in the error format of its endpoint, keyed by what decisions.md says (IP, e-mail, client_id+IP,
+// access token); requests under the limit work normally; RATE_LIMITS=off switches every rule off, loudly.
+// Tokens, codes and users come from a second app on the same database with the limits off, so that
+// preparing a test never spends the budget under test. Each test speaks from IP addresses of its own
+// (inject's remoteAddress), so the tests do not share counters.
+import t, { type Test } from 'tap';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildTestApp, testConfig } from '../helpers/app.js';
+import { obtainCode, obtainTokens } from '../helpers/flow.js';
+import { s256Challenge } from '../../src/oauth/pkce.js';
+import { ConfigError } from '../../src/config.js';
+
+const LIMITS = {
+  RATE_LIMIT_TOKEN: '3/60',
+  RATE_LIMIT_AUTHORIZE: '3/60',
+  RATE_LIMIT_SIGN_IN_IP: '3/60',
+  RATE_LIMIT_SIGN_IN_EMAIL: '2/60',
+  RATE_LIMIT_SIGN_UP_IP: '2/60',
+  RATE_LIMIT_RESET_REQUEST_IP: '3/60',
+  RATE_LIMIT_RESET_REQUEST_EMAIL: '2/60',
+  RATE_LIMIT_RESET_PASSWORD_IP: '3/900',
+  RATE_LIMIT_BEARER: '3/60',
+};
+
+const open = await buildTestApp(t); // RATE_LIMITS=off (testConfig's default): the preparing app
+const { database } = open;
+const limited = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS }, database });
+const app = limited.app;
+
+const ORIGIN = 'http://localhost:3000';
+const redirectUri = 'https://rp.example.com/cb';
+const client = await open.app.services.applications.create(
+  { clientName: 'Limited RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'email', 'offline_access'] },
+  { actor: 'test' },
+);
+const other = await open.app.services.applications.create({ clientName: 'Other RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'offline_access'] }, { actor: 'test' });
+const PASSWORD = 'limit-password-1';
+const users = new Map<string, true>();
+async function user(email: string) {
+  if (!users.has(email)) {
+    await open.app.services.users.create({ email, password: PASSWORD, emailVerified: true }, { actor: 'test' });
+    users.set(email, true);
+  }
+  return { clientId: client.clientId, redirectUri, email, password: PASSWORD, scope: 'openid offline_access' };
+}
+
+let nextIp = 1;
+/** A fresh client address for each caller, so tests never share a per-IP counter. */
+const newIp = () => {
+  const n = nextIp++;
+  return `10.${Math.floor(n / 65536) % 256}.${Math.floor(n / 256) % 256}.${n % 256}`;
+};
+
+function check429(t: Test, res: LightMyRequestResponse, windowSeconds: number, what: string) {
+  t.equal(res.statusCode, 429, `${what}: 429 (${res.body.slice(0, 200)})`);
+  const retryAfter = String(res.headers['retry-after'] ?? '');
+  t.match(retryAfter, /^\d+$/, `${what}: Retry-After is whole seconds (${retryAfter})`);
+  t.ok(Number(retryAfter) > 0 && Number(retryAfter) <= windowSeconds, `${what}: 0 < Retry-After (${retryAfter}) <= ${windowSeconds}`);
+}
+
+const form = (server: FastifyInstance, url: string, body: Record<string, string>, remoteAddress: string, headers: Record<string, string> = {}) =>
+  server.inject({ method: 'POST', url, remoteAddress, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: new URLSearchParams(body).toString() });
+
+const json = (server: FastifyInstance, url: string, body: unknown, remoteAddress: string, headers: Record<string, string> = {}) =>
+  server.inject({ method: 'POST', url, remoteAddress, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
+
+const token = (body: Record<string, string>, ip: string, server = app) => form(server, '/api/auth/oauth2/token', body, ip);
+const garbageRefresh = (clientId: string) => ({ grant_type: 'refresh_token', refresh_token: 'x'.repeat(43), client_id: clientId });
+
+/** The hosted forms' CSRF cookie and field value (one per browser, any form; GETs are not limited). */
+async function csrfFor(server: FastifyInstance) {
+  const page = '/login/sign-in';
+  const res = await server.inject({ method: 'GET', url: page });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(res.body)?.[1];
+  if (!csrf) throw new Error(`no csrf field on ${page}: ${res.statusCode}`);
+  const jar: Record<string, string> = {};
+  for (const c of res.cookies as Array<{ name: string; value: string }>) jar[c.name] = c.value;
+  return { csrf, jar };
+}
+
+async function hostedPost(server: FastifyInstance, page: string, fields: Record<string, string>, ip: string, headers: Record<string, string> = {}) {
+  const { csrf, jar } = await csrfFor(server);
+  return server.inject({
+    method: 'POST',
+    url: page,
+    remoteAddress: ip,
+    cookies: jar,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    payload: new URLSearchParams({ ...fields, csrf }).toString(),
+  });
+}
+
+const isHtml = (res: LightMyRequestResponse) => String(res.headers['content-type']).startsWith('text/html');
+
+t.test('token endpoint: per client_id and IP, OAuth error body', async (t) => {
+  const ip = newIp();
+  const flow = await user('token-limit@example.com');
+  const { code, verifier } = await obtainCode(open.app, flow);
+  const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.clientId, redirect_uri: redirectUri };
+  const ok = await token(exchange, ip);
+  t.equal(ok.statusCode, 200, 'a request under the limit succeeds');
+  t.type(ok.json().refresh_token, 'string');
+  for (let i = 0; i < 2; i++) t.equal((await token(garbageRefresh(client.clientId), ip)).json().error, 'invalid_grant', `request ${i + 2} is handled normally`);
+
+  const limitedRes = await token(garbageRefresh(client.clientId), ip);
+  check429(t, limitedRes, 60, 'token endpoint');
+  t.equal(limitedRes.json().error, 'temporarily_unavailable');
+  t.match(limitedRes.headers['cache-control'], /no-store/);
+
+  // Even a good request is refused now, and refused before it uses anything: the code works elsewhere.
+  const second = await obtainCode(open.app, flow);
+  const exchange2 = { grant_type: 'authorization_code', code: second.code, code_verifier: second.verifier, client_id: client.clientId, redirect_uri: redirectUri };
+  check429(t, await token(exchange2, ip), 60, 'a valid exchange over the limit');
+  const refreshed = await token({ grant_type: 'refresh_token', refresh_token: ok.json().refresh_token, client_id: client.clientId }, ip);
+  check429(t, refreshed, 60, 'a valid refresh over the limit');
+
+  t.equal((await token(garbageRefresh(other.clientId), ip)).json().error, 'invalid_grant', 'another client_id from the same IP is not limited');
+  const elsewhere = newIp();
+  t.equal((await token(exchange2, elsewhere)).statusCode, 200, 'the same client from another IP is not limited; the refused exchange did not burn the code');
+  t.equal((await token({ grant_type: 'refresh_token', refresh_token: ok.json().refresh_token, client_id: client.clientId }, elsewhere)).statusCode, 200, 'nor did the refused refresh use the refresh token');
+});
+
+t.test('cookie token endpoint: the token rule, OAuth error body', async (t) => {
+  const ip = newIp();
+  const flow = await user('cookie-limit@example.com');
+  const cookieToken = (body: Record<string, string>, from: string) => form(app, '/api/auth/oauth2/token/cookie', body, from, { origin: ORIGIN });
+  const { code, verifier } = await obtainCode(open.app, flow);
+  const ok = await cookieToken({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.clientId, redirect_uri: redirectUri }, ip);
+  t.equal(ok.statusCode, 200, `under the limit: ${ok.body}`);
+  const badCode = { grant_type: 'authorization_code', code: 'nope', code_verifier: verifier, client_id: client.clientId, redirect_uri: redirectUri };
+  for (let i = 0; i < 2; i++) t.equal((await cookieToken(badCode, ip)).json().error, 'invalid_grant');
+  const res = await cookieToken(badCode, ip);
+  check429(t, res, 60, 'cookie token endpoint');
+  t.equal(res.json().error, 'temporarily_unavailable');
+  t.equal(res.headers['access-control-allow-origin'], ORIGIN, 'the first-party page can read the 429');
+  t.equal((await cookieToken({ ...badCode, client_id: other.clientId }, ip)).json().error, 'invalid_grant', 'another client_id is not limited');
+  t.equal((await cookieToken(badCode, newIp())).json().error, 'invalid_grant', 'another IP is not limited');
+});
+
+t.test('authorize: per IP, an HTML error page with status 429', async (t) => {
+  const ip = newIp();
+  const query = new URLSearchParams({
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    scope: 'openid',
+    code_challenge: s256Challenge('v'.repeat(43)),
+    code_challenge_method: 'S256',
+  });
+  const authorize = (from: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, remoteAddress: from, headers });
+  for (let i = 0; i < 3; i++) {
+    const res = await authorize(ip);
+    t.equal(res.statusCode, 303, `request ${i + 1} goes on to sign-in`);
+    t.match(String(res.headers.location), /\/login\/sign-in\?request=/);
+  }
+  const res = await authorize(ip);
+  check429(t, res, 60, 'authorize');
+  t.ok(isHtml(res), 'an HTML page');
+  t.match(res.body, /temporarily_unavailable|too many|try again/i);
+  t.notOk(res.headers.location, 'never redirected');
+  const post = await app.inject({ method: 'POST', url: '/api/auth/oauth2/authorize', remoteAddress: ip, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: query.toString() });
+  check429(t, post, 60, 'authorize by POST');
+  t.equal((await authorize(newIp())).statusCode, 303, 'another IP is not limited');
+});
+
+t.test('JSON sign-in: per IP', async (t) => {
+  const ip = newIp();
+  const flow = await user('signin-ip@example.com');
+  for (let i = 0; i < 3; i++) {
+    const res = await json(app, '/api/auth/sign-in', { email: `nobody-${i}@example.com`, password: 'wrong-password' }, ip);
+    t.equal(res.statusCode, 401, `attempt ${i + 1} is judged normally`);
+  }
+  const res = await json(app, '/api/auth/sign-in', { email: flow.email, password: PASSWORD }, ip);
+  check429(t, res, 60, 'sign-in per IP');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  t.type(res.json().message, 'string');
+  t.notOk(res.cookies.length, 'no session over the limit, even with the right password');
+  const elsewhere = await json(app, '/api/auth/sign-in', { email: flow.email, password: PASSWORD }, newIp());
+  t.equal(elsewhere.statusCode, 200, 'another IP signs in');
+  t.same(elsewhere.json(), { status: true });
+});
+
+t.test('JSON sign-in: per e-mail across IPs, case-insensitive', async (t) => {
+  const flow = await user('signin-victim@example.com');
+  for (const email of ['signin-victim@example.com', 'Signin-Victim@Example.COM']) {
+    t.equal((await json(app, '/api/auth/sign-in', { email, password: 'wrong-password' }, newIp())).statusCode, 401, email);
+  }
+  const ip = newIp();
+  const res = await json(app, '/api/auth/sign-in', { email: 'SIGNIN-VICTIM@EXAMPLE.COM', password: PASSWORD }, ip);
+  check429(t, res, 60, 'sign-in per e-mail');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  t.equal((await json(app, '/api/auth/sign-in', { email: flow.email, password: PASSWORD }, newIp())).statusCode, 429, 'from any IP');
+  const bystander = await user('signin-bystander@example.com');
+  t.equal((await json(app, '/api/auth/sign-in', { email: bystander.email, password: PASSWORD }, ip)).statusCode, 200, 'another e-mail from the same IP signs in');
+});
+
+t.test('hosted sign-in page: per IP and per e-mail, an HTML page with status 429', async (t) => {
+  const ip = newIp();
+  const flow = await user('hosted-signin@example.com');
+  for (let i = 0; i < 3; i++) {
+    const res = await hostedPost(app, '/login/sign-in', { email: `hosted-nobody-${i}@example.com`, password: 'wrong-password' }, ip);
+    t.equal(res.statusCode, 401, `attempt ${i + 1} shows the form again`);
+  }
+  const res = await hostedPost(app, '/login/sign-in', { email: flow.email, password: PASSWORD }, ip);
+  check429(t, res, 60, 'hosted sign-in per IP');
+  t.ok(isHtml(res), 'an HTML page');
+  t.notOk(res.headers.location);
+  const ok = await hostedPost(app, '/login/sign-in', { email: flow.email, password: PASSWORD }, newIp());
+  t.equal(ok.statusCode, 303, 'another IP signs in');
+
+  const victim = await user('hosted-victim@example.com');
+  t.equal((await hostedPost(app, '/login/sign-in', { email: victim.email, password: 'wrong' }, newIp())).statusCode, 401);
+  t.equal((await hostedPost(app, '/login/sign-in', { email: victim.email.toUpperCase(), password: 'wrong' }, newIp())).statusCode, 401);
+  const byEmail = await hostedPost(app, '/login/sign-in', { email: victim.email, password: PASSWORD }, newIp());
+  check429(t, byEmail, 60, 'hosted sign-in per e-mail');
+  t.ok(isHtml(byEmail));
+});
+
+t.test('with TRUST_PROXY=true the client address comes from X-Forwarded-For; without it, that header changes nothing', async (t) => {
+  const proxied = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS, TRUST_PROXY: 'true' }, database });
+  const victim = await user('proxy-victim@example.com');
+  const proxy = newIp();
+  for (let i = 0; i < 2; i++) {
+    t.equal((await json(proxied.app, '/api/auth/sign-in', { email: victim.email, password: 'wrong' }, proxy, { 'x-forwarded-for': newIp() })).statusCode, 401);
+  }
+  check429(t, await json(proxied.app, '/api/auth/sign-in', { email: victim.email, password: PASSWORD }, proxy, { 'x-forwarded-for': newIp() }), 60, 'per e-mail across forwarded IPs');
+  // Many forwarded clients behind one proxy are separate clients.
+  for (let i = 0; i < 6; i++) {
+    const res = await json(proxied.app, '/api/auth/sign-in', { email: `proxied-${i}@example.com`, password: 'wrong' }, proxy, { 'x-forwarded-for': newIp() });
+    t.equal(res.statusCode, 401, `forwarded client ${i + 1} has its own count`);
+  }
+  const forwarded = newIp();
+  for (let i = 0; i < 3; i++) await json(proxied.app, '/api/auth/sign-in', { email: `fwd-${i}@example.com`, password: 'wrong' }, proxy, { 'x-forwarded-for': forwarded });
+  check429(t, await json(proxied.app, '/api/auth/sign-in', { email: 'fwd-x@example.com', password: 'wrong' }, proxy, { 'x-forwarded-for': forwarded }), 60, 'per forwarded IP');
+
+  // Without TRUST_PROXY a caller cannot escape its IP count by inventing X-Forwarded-For values.
+  const ip = newIp();
+  const codes: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    codes.push((await json(app, '/api/auth/sign-in', { email: `spoof-${i}@example.com`, password: 'wrong' }, ip, { 'x-forwarded-for': newIp() })).statusCode);
+  }
+  t.same(codes, [401, 401, 401, 429], 'X-Forwarded-For is ignored without TRUST_PROXY');
+});
+
+t.test('sign-up: per IP, JSON and hosted page', async (t) => {
+  const ip = newIp();
+  for (let i = 0; i < 2; i++) {
+    const res = await json(app, '/api/auth/sign-up', { email: `signup-${i}@example.com`, password: 'a-long-password-1' }, ip);
+    t.equal(res.statusCode, 201, `sign-up ${i + 1}: ${res.body}`);
+  }
+  const res = await json(app, '/api/auth/sign-up', { email: 'signup-2@example.com', password: 'a-long-password-1' }, ip);
+  check429(t, res, 60, 'JSON sign-up');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  const created = await database.db.selectFrom('users').select('email').where('email', 'like', 'signup-%').execute();
+  t.same(created.map((u) => u.email).sort(), ['signup-0@example.com', 'signup-1@example.com'], 'the refused sign-up created no account');
+  t.equal((await json(app, '/api/auth/sign-up', { email: 'signup-2@example.com', password: 'a-long-password-1' }, newIp())).statusCode, 201, 'another IP signs up');
+
+  const pageIp = newIp();
+  for (let i = 0; i < 2; i++) {
+    const page = await hostedPost(app, '/login/sign-up', { email: `page-signup-${i}@example.com`, password: 'a-long-password-1', name: 'P' }, pageIp);
+    t.equal(page.statusCode, 303, `hosted sign-up ${i + 1}`);
+  }
+  const page = await hostedPost(app, '/login/sign-up', { email: 'page-signup-2@example.com', password: 'a-long-password-1', name: 'P' }, pageIp);
+  check429(t, page, 60, 'hosted sign-up');
+  t.ok(isHtml(page));
+});
+
+t.test('request-password-reset: per IP and per e-mail (case-insensitive)', async (t) => {
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  const generic = { status: true, message: 'If this email exists in our system, check your email for the reset link' };
+  const ip = newIp();
+  for (let i = 0; i < 3; i++) {
+    const res = await json(app, '/api/auth/request-password-reset', { email: `reset-ip-${i}@example.com`, redirectTo }, ip);
+    t.equal(res.statusCode, 200, `request ${i + 1}`);
+    t.same(res.json(), generic);
+  }
+  const res = await json(app, '/api/auth/request-password-reset', { email: 'reset-ip-3@example.com', redirectTo }, ip);
+  check429(t, res, 60, 'reset request per IP');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+
+  const target = await user('reset-target@example.com');
+  for (const email of ['reset-target@example.com', 'Reset-Target@Example.com']) {
+    t.same((await json(app, '/api/auth/request-password-reset', { email, redirectTo }, newIp())).json(), generic, email);
+  }
+  const byEmail = await json(app, '/api/auth/request-password-reset', { email: 'RESET-TARGET@EXAMPLE.COM', redirectTo }, newIp());
+  check429(t, byEmail, 60, 'reset request per e-mail');
+  t.equal(byEmail.json().error, 'TOO_MANY_REQUESTS');
+  t.same((await json(app, '/api/auth/request-password-reset', { email: 'someone-else@example.com', redirectTo }, newIp())).json(), generic, 'another e-mail is not limited');
+
+  await app.recovery.drain();
+  const tokens = await database.db
+    .selectFrom('password_reset_tokens')
+    .innerJoin('users', 'users.id', 'password_reset_tokens.user_id')
+    .select('users.email')
+    .where('users.email', '=', target.email)
+    .execute();
+  t.equal(tokens.length, 2, 'the refused request issued no token');
+
+  const pageIp = newIp();
+  for (let i = 0; i < 3; i++) {
+    const page = await hostedPost(app, '/login/forgot-password', { email: `forgot-page-${i}@example.com` }, pageIp);
+    t.equal(page.statusCode, 200, `hosted request ${i + 1}`);
+  }
+  const page = await hostedPost(app, '/login/forgot-password', { email: 'forgot-page-3@example.com' }, pageIp);
+  check429(t, page, 60, 'hosted forgot-password per IP');
+  t.ok(isHtml(page));
+  await app.recovery.drain();
+});
+
+t.test('reset-password: per IP over 15 minutes, JSON and hosted page', async (t) => {
+  const ip = newIp();
+  for (let i = 0; i < 3; i++) {
+    const res = await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip);
+    t.equal(res.statusCode, 400, `attempt ${i + 1}`);
+    t.equal(res.json().error, 'INVALID_TOKEN');
+  }
+  const res = await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip);
+  check429(t, res, 900, 'reset-password');
+  t.ok(Number(res.headers['retry-after']) > 60, 'the 15-minute window, not a minute');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  t.equal((await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, newIp())).json().error, 'INVALID_TOKEN', 'another IP is not limited');
+
+  const pageIp = newIp();
+  const fields = { token: 'x'.repeat(43), newPassword: 'a-new-password-1', confirmPassword: 'a-new-password-1' };
+  for (let i = 0; i < 3; i++) t.equal((await hostedPost(app, '/login/reset-password', fields, pageIp)).statusCode, 400, `hosted attempt ${i + 1}`);
+  const page = await hostedPost(app, '/login/reset-password', fields, pageIp);
+  check429(t, page, 900, 'hosted reset-password');
+  t.ok(isHtml(page));
+});
+
+t.test('/api/external/me and UserInfo: per access token', async (t) => {
+  const flow = await user('bearer-limit@example.com');
+  const ip = newIp();
+  const me = (accessToken: string) => app.inject({ method: 'GET', url: '/api/external/me', remoteAddress: ip, headers: { authorization: `Bearer ${accessToken}` } });
+  const info = (accessToken: string) => app.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', remoteAddress: ip, headers: { authorization: `Bearer ${accessToken}` } });
+
+  const a = (await obtainTokens(open.app, flow)).tokens.access_token;
+  const b = (await obtainTokens(open.app, flow)).tokens.access_token;
+  for (let i = 0; i < 3; i++) t.equal((await me(a)).statusCode, 200, `/me ${i + 1}`);
+  const res = await me(a);
+  check429(t, res, 60, '/api/external/me');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  t.equal((await me(b)).statusCode, 200, 'another token (same user, same IP) is not limited');
+
+  const c = (await obtainTokens(open.app, flow)).tokens.access_token;
+  const d = (await obtainTokens(open.app, flow)).tokens.access_token;
+  for (let i = 0; i < 3; i++) t.equal((await info(c)).statusCode, 200, `userinfo ${i + 1}`);
+  const limitedInfo = await info(c);
+  check429(t, limitedInfo, 60, 'userinfo');
+  t.equal(limitedInfo.json().error, 'TOO_MANY_REQUESTS');
+  t.equal((await info(d)).statusCode, 200, 'another token is not limited');
+
+  // Unknown tokens are refused as such (401), not counted into anyone's budget.
+  for (let i = 0; i < 5; i++) t.equal((await me('y'.repeat(43))).statusCode, 401);
+});
+
+t.test('RATE_LIMITS=off: far more requests than the limits all pass, and the start says so loudly', async (t) => {
+  const all1 = Object.fromEntries(Object.keys(LIMITS).map((k) => [k, '1/60']));
+  const off = await buildTestApp(t, { env: { RATE_LIMITS: 'off', ...all1 }, database });
+  const server = off.app;
+  const ip = newIp();
+  const flow = await user('off-limits@example.com');
+  const { tokens } = await obtainTokens(open.app, flow);
+  const statuses = new Map<string, number[]>();
+  const record = (what: string, res: LightMyRequestResponse) => statuses.set(what, [...(statuses.get(what) ?? []), res.statusCode]);
+  const query = new URLSearchParams({ client_id: client.clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', code_challenge: s256Challenge('v'.repeat(43)), code_challenge_method: 'S256' });
+  for (let i = 0; i < 6; i++) {
+    record('token', await token(garbageRefresh(client.clientId), ip, server));
+    record('cookie token', await form(server, '/api/auth/oauth2/token/cookie', { grant_type: 'authorization_code', code: 'nope', code_verifier: 'v'.repeat(43), client_id: client.clientId, redirect_uri: redirectUri }, ip, { origin: ORIGIN }));
+    record('authorize', await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, remoteAddress: ip }));
+    record('sign-in', await json(server, '/api/auth/sign-in', { email: flow.email, password: i === 5 ? PASSWORD : 'wrong' }, ip));
+    record('hosted sign-in', await hostedPost(server, '/login/sign-in', { email: flow.email, password: 'wrong' }, ip));
+    record('sign-up', await json(server, '/api/auth/sign-up', { email: `off-signup-${i}@example.com`, password: 'a-long-password-1' }, ip));
+    record('reset request', await json(server, '/api/auth/request-password-reset', { email: flow.email, redirectTo: `${ORIGIN}/login/reset-password` }, ip));
+    record('reset-password', await json(server, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip));
+    record('me', await server.inject({ method: 'GET', url: '/api/external/me', remoteAddress: ip, headers: { authorization: `Bearer ${tokens.access_token}` } }));
+    record('userinfo', await server.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', remoteAddress: ip, headers: { authorization: `Bearer ${tokens.access_token}` } }));
+  }
+  await server.recovery.drain();
+  const expected: Record<string, number[]> = {
+    token: Array(6).fill(400),
+    'cookie token': Array(6).fill(400),
+    authorize: Array(6).fill(303),
+    'sign-in': [401, 401, 401, 401, 401, 200],
+    'hosted sign-in': Array(6).fill(401),
+    'sign-up': Array(6).fill(201),
+    'reset request': Array(6).fill(200),
+    'reset-password': Array(6).fill(400),
+    me: Array(6).fill(200),
+    userinfo: Array(6).fill(200),
+  };
+  t.same(Object.fromEntries(statuses), expected, 'no 429 anywhere');
+
+  const warnings = off.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 40 && /rate limit/i.test(l.msg) && /off/i.test(l.msg));
+  t.equal(warnings.length, 1, 'one warning at start that rate limits are off');
+  t.match(warnings[0]?.msg, /RATE_LIMITS=off/);
+  const onWarnings = limited.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => /rate limits are off/i.test(l.msg));
+  t.same(onWarnings, [], 'no such warning when they are on');
+});
+
+t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
+  const problemNames = (env: Record<string, string>) => {
+    try {
+      testConfig(env);
+    } catch (error) {
+      if (error instanceof ConfigError) return { names: error.problems.map((p) => p.name), message: error.message };
+      throw error;
+    }
+    return undefined;
+  };
+  for (const bad of ['0/60', '5/0', 'abc', '5', '/60', '5/', '-1/60', '1.5/60', '5/60/2', '5 / 60', '5/60s', '10000000/60']) {
+    const result = problemNames({ RATE_LIMITS: 'on', RATE_LIMIT_TOKEN: bad });
+    t.ok(result, `${bad} is refused`);
+    t.same(result?.names, ['RATE_LIMIT_TOKEN'], `${bad}: the variable is named`);
+    t.match(result?.message, /RATE_LIMIT_TOKEN/, bad);
+  }
+  const several = problemNames({ RATE_LIMIT_SIGN_IN_EMAIL: '0/60', RATE_LIMIT_BEARER: 'x' });
+  t.same(several?.names.sort(), ['RATE_LIMIT_BEARER', 'RATE_LIMIT_SIGN_IN_EMAIL'], 'every bad one is reported');
+  t.same(problemNames({ RATE_LIMITS: 'sometimes' })?.names, ['RATE_LIMITS']);
+
+  const config = testConfig({ RATE_LIMITS: 'on', RATE_LIMIT_TOKEN: '5/30', RATE_LIMIT_RESET_PASSWORD_IP: '7/1800' });
+  t.equal(config.rateLimits.enabled, true);
+  t.same(config.rateLimits.rules.TOKEN, { limit: 5, windowSeconds: 30 });
+  t.same(config.rateLimits.rules.RESET_PASSWORD_IP, { limit: 7, windowSeconds: 1800 });
+  t.equal(testConfig({ RATE_LIMITS: 'off' }).rateLimits.enabled, false);
+
+  // The defaults are decisions.md's table, and the limits are on unless switched off.
+  const defaults = testConfig({ RATE_LIMITS: '' });
+  t.equal(defaults.rateLimits.enabled, true, 'on by default');
+  t.same(defaults.rateLimits.rules, {
+    TOKEN: { limit: 60, windowSeconds: 60 },
+    AUTHORIZE: { limit: 60, windowSeconds: 60 },
+    SIGN_IN_IP: { limit: 10, windowSeconds: 60 },
+    SIGN_IN_EMAIL: { limit: 5, windowSeconds: 60 },
+    SIGN_UP_IP: { limit: 10, windowSeconds: 60 },
+    RESET_REQUEST_IP: { limit: 3, windowSeconds: 60 },
+    RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60 },
+    RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },
+    BEARER: { limit: 600, windowSeconds: 60 },
+  });
+});
