@@ -15,6 +15,7 @@ export interface UsersTable {
   email_verified: Generated<boolean>;
   permissions: Json<string[]>;
   disabled: Generated<boolean>;
+  role: ColumnType<'user' | 'admin', 'user' | 'admin' | undefined, 'user' | 'admin'>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -178,6 +179,13 @@ export interface PasswordResetTokensTable {
   revoked_at: Date | null;
 }
 
+export interface AdminSetupTokensTable {
+  token_hash: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
 export interface Database {
   users: UsersTable;
   applications: ApplicationsTable;
@@ -192,6 +200,7 @@ export interface Database {
   refresh_tokens: RefreshTokensTable;
   email_verification_tokens: EmailVerificationTokensTable;
   password_reset_tokens: PasswordResetTokensTable;
+  admin_setup_tokens: AdminSetupTokensTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -75,6 +75,9 @@ const Permissions = Type.Array(Type.String({ minLength: 1, maxLength: 200, patte
   uniqueItems: true,
 });
 
+/** admin: may use the admin web (ADMIN_URL); user: everyone else. */
+export const Role = Type.Union([Type.Literal('user'), Type.Literal('admin')], { description: 'user or admin' });
+
 export const UserCreateSchema = Type.Object(
   {
     email: Email,
@@ -86,6 +89,7 @@ export const UserCreateSchema = Type.Object(
     emailVerified: Type.Optional(Type.Boolean()),
     permissions: Type.Optional(Permissions),
     disabled: Type.Optional(Type.Boolean()),
+    role: Type.Optional(Role),
   },
   { additionalProperties: false },
 );
@@ -102,6 +106,7 @@ export const UserUpdateSchema = Type.Object(
     emailVerified: Type.Optional(Type.Boolean()),
     permissions: Type.Optional(Permissions),
     disabled: Type.Optional(Type.Boolean()),
+    role: Type.Optional(Role),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -117,6 +122,7 @@ export const UserSchema = Type.Object({
   emailVerified: Type.Boolean(),
   permissions: Type.Array(Type.String()),
   disabled: Type.Boolean(),
+  role: Role,
   hasPassword: Type.Boolean(),
   createdAt: Type.String(),
   updatedAt: Type.String(),

@@ -25,6 +25,7 @@ import tokenPlugin from '../plugins/oidc/token.js';
 import tokenCookiePlugin from '../plugins/oidc/token-cookie.js';
 import rateLimitPlugin from '../plugins/infra/rate-limit.js';
 import openapiPlugin from '../plugins/openapi.js';
+import adminWebPlugin from '../plugins/admin-web/index.js';
 import userinfoPlugin from '../plugins/oidc/userinfo.js';
 import revokePlugin from '../plugins/oidc/revoke.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
@@ -128,6 +129,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicPlugin, { prefix: '/api/public' });
   // The hosted login pages (the spec's "Main web").
   await app.register(loginPages, { prefix: loginPath, config, loginPath });
+  // The admin web (the spec's "Admin web", ADMIN_URL).
+  const adminPath = new URL(config.adminUrl).pathname.replace(/\/$/, '') || '/admin';
+  await app.register(adminWebPlugin, { prefix: adminPath, config, adminPath });
   if (config.adminApiToken) {
     await app.register(adminPlugin, { prefix: '/api/admin', adminApiToken: config.adminApiToken });
   }

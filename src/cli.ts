@@ -107,7 +107,8 @@ Options for create and update:
   --name NAME  --given-name NAME  --family-name NAME  --picture URL   ("" clears on update)
   --verified / --unverified       e-mail verification state
   --permission P                  repeat for several; replaces the list on update (--no-permissions clears)
-  --disabled / --enabled`,
+  --disabled / --enabled
+  --admin / --no-admin            the admin role: may sign in to the admin web (ADMIN_URL)`,
 };
 
 const APP_OPTIONS = {
@@ -122,6 +123,8 @@ const APP_OPTIONS = {
   scope: { type: 'string', multiple: true },
   disabled: { type: 'boolean' },
   enabled: { type: 'boolean' },
+  admin: { type: 'boolean' },
+  'no-admin': { type: 'boolean' },
 } as const;
 
 const USER_OPTIONS = {
@@ -208,6 +211,7 @@ function describeUser(u: User): string {
     ['Picture', u.picture ?? '-'],
     ['Permissions', u.permissions.join(' ') || '-'],
     ['Disabled', u.disabled ? 'yes' : 'no'],
+    ['Role', u.role],
     ['Password set', u.hasPassword ? 'yes' : 'no'],
     ['Created', u.createdAt],
     ['Updated', u.updatedAt],
@@ -373,6 +377,7 @@ async function usersCommand(sub: string | undefined, rest: string[], io: Io): Pr
     emailVerified: sub === 'create' || sub === 'update' ? flagPair(values, 'verified', 'unverified') : undefined,
     permissions: values['no-permissions'] ? [] : (values.permission as string[] | undefined),
     disabled: sub === 'create' || sub === 'update' ? flagPair(values, 'disabled', 'enabled') : undefined,
+    role: sub === 'create' || sub === 'update' ? ({ true: 'admin', false: 'user' } as const)[String(flagPair(values, 'admin', 'no-admin')) as 'true' | 'false'] : undefined,
   }) as Record<string, unknown>;
 
   checkBeforeOpening(sub, positionals, values, input, 'user id or e-mail', 'disable the user instead');

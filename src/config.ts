@@ -110,6 +110,8 @@ export const EnvSchema = Type.Object({
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
+  ADMIN_SETUP_TTL: Seconds(3600, 'lifetime of the one-time link that creates the first admin'),
+  ADMIN_FRESHNESS: Seconds(600, 'an admin must have entered their password within this many seconds for dangerous actions (delete, rotate)'),
   FIRST_PARTY_ORIGINS: Type.String({
     default: '',
     description: 'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints',
@@ -171,6 +173,8 @@ export interface Config {
     session: number;
     sessionIdle: number;
     emailVerification: number;
+    adminSetup: number;
+    adminFreshness: number;
   };
 }
 
@@ -361,6 +365,8 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       session: parsed.SESSION_TTL,
       sessionIdle: parsed.SESSION_IDLE_TTL,
       emailVerification: parsed.EMAIL_VERIFICATION_TTL,
+      adminSetup: parsed.ADMIN_SETUP_TTL,
+      adminFreshness: parsed.ADMIN_FRESHNESS,
     },
   };
 }

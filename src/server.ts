@@ -24,6 +24,17 @@ export async function startServer(config: Config, options: BuildOptions = {}): P
     { address, issuer: config.issuer, startupMs: Math.round(performance.now() - started) },
     `identity provider listening on ${address} (issuer ${config.issuer})`,
   );
+  // No admin yet: a one-time link to create the first one (or: idp users create --admin).
+  const setupLink = await app.adminSetup.issueLink().catch((error: unknown) => {
+    app.log.error({ err: error }, 'could not issue the admin setup link');
+    return undefined;
+  });
+  if (setupLink) {
+    app.log.warn(
+      { adminSetupLink: setupLink },
+      `No admin user exists yet. Create the first one within ${Math.round(config.ttl.adminSetup / 60)} minutes at ${setupLink} (single use), or run: idp users create --admin --email EMAIL --password-stdin`,
+    );
+  }
 
   let closing: Promise<void> | undefined;
   function shutdown(reason: string): Promise<void> {

@@ -5,12 +5,14 @@ import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-oidc.js';
 import * as m0003 from './0003-token-lifecycle.js';
 import * as m0004 from './0004-recovery.js';
+import * as m0005 from './0005-admin.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
   '0002-oidc': m0002,
   '0003-token-lifecycle': m0003,
   '0004-recovery': m0004,
+  '0005-admin': m0005,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -14,6 +14,7 @@ import { createTokenService, type TokenService } from '../../src/services/tokens
 import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, type SigningKeyService } from '../../src/services/signing-keys.js';
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
 import { createRecoveryService, type RecoveryService } from '../../src/services/recovery.js';
+import { createAdminSetupService, type AdminSetupService } from '../../src/services/admin-setup.js';
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
@@ -23,6 +24,7 @@ declare module 'fastify' {
     sessions: SessionService;
     accounts: AccountService;
     recovery: RecoveryService;
+    adminSetup: AdminSetupService;
     authorization: AuthorizationService;
     refreshGrant: ReturnType<typeof createRefreshGrant>;
     tokens: TokenService;
@@ -65,6 +67,7 @@ export default fp(
     app.decorate('accounts', accounts);
     const recovery = createRecoveryService({ db: app.db, config, mailer, applications: app.services.applications, log: app.log });
     app.decorate('recovery', recovery);
+    app.decorate('adminSetup', createAdminSetupService({ db: app.db, config, sessions }));
     app.decorate('authorization', authorization);
     app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));
     app.decorate('tokens', createTokenService({ db: app.db }));

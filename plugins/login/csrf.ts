@@ -10,7 +10,7 @@ import { originOf } from '../../src/oauth/redirect-uri.js';
 export function createCsrf(config: Config) {
   const cookieName = config.cookieSecure ? '__Host-idp.csrf' : 'idp.csrf';
   const cookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
-  const trustedOrigins = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
+  const trustedOrigins = new Set([originOf(config.loginUrl), originOf(config.baseUrl), originOf(config.adminUrl)].filter(Boolean) as string[]);
   return {
     trustedOrigins,
     token(request: FastifyRequest, reply: FastifyReply): string {

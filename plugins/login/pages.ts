@@ -17,6 +17,7 @@ import { emailKey } from '../../src/rate-limit.js';
 
 const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String({ maxLength: 2048 }))]));
 const RequestQuery = Type.Object({ request: Type.Optional(Type.String({ maxLength: 128 })) });
+const SignInQuery = Type.Object({ request: Type.Optional(Type.String({ maxLength: 128 })), return_to: Type.Optional(Type.String({ maxLength: 2048 })), prompt: Type.Optional(Type.String({ maxLength: 32 })) });
 
 export interface LoginPagesOptions {
   config: Config;
@@ -49,6 +50,19 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     return found;
   }
 
+  /** Where a sign-in without an authorization request may return: pages of the admin web only. */
+  function safeReturnTo(value: string | undefined): string | undefined {
+    if (!value || /[\s\\]/.test(value)) return undefined;
+    try {
+      const url = new URL(value);
+      const admin = new URL(config.adminUrl);
+      const adminPath = admin.pathname.replace(/\/$/, '');
+      return url.origin === admin.origin && (url.pathname === adminPath || url.pathname.startsWith(`${adminPath}/`)) ? url.href : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   const continueUrl = (requestId: string) => `${config.issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`;
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
 
@@ -77,9 +91,11 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   });
 
   // Sign in
-  app.get('/sign-in', { schema: { querystring: RequestQuery } }, async (request, reply) => {
+  app.get('/sign-in', { schema: { querystring: SignInQuery } }, async (request, reply) => {
     const found = await pending(request.query.request);
-    return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, email: found?.request.params.login_hint, app: found?.app }));
+    const returnTo = safeReturnTo(request.query.return_to);
+    const ctx = returnTo ? await app.currentSession(request) : undefined;
+    return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, email: found?.request.params.login_hint ?? ctx?.user.email, app: found?.app, returnTo, reauthenticate: Boolean(ctx) }));
   });
   app.post('/sign-in', { schema: { body: Form } }, async (request, reply) => {
     const form = request.body;
@@ -94,11 +110,11 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
       setSession(reply, sessionToken);
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
-        return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId, email, error: error.message, app: found?.app }), 401);
+        return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId, email, error: error.message, app: found?.app, returnTo: safeReturnTo(first(form.return_to)) }), 401);
       }
       throw error;
     }
-    if (!requestId) return reply.code(303).header('location', `${loginPath}/`).send();
+    if (!requestId) return reply.code(303).header('location', safeReturnTo(first(form.return_to)) ?? `${loginPath}/`).send();
     await app.authorization.markLoginCompleted(requestId);
     return reply.code(303).header('location', continueUrl(requestId)).send();
   });

@@ -48,15 +48,16 @@ function formError(message: string | undefined): Html {
   return message ? html`<p class="alert" role="alert">${message}</p>` : html``;
 }
 
-export function signInPage(o: { loginPath: string; csrf: string; requestId?: string | undefined; email?: string | undefined; error?: string | undefined; app?: AppBrand | undefined }): string {
+export function signInPage(o: { loginPath: string; csrf: string; requestId?: string | undefined; email?: string | undefined; error?: string | undefined; app?: AppBrand | undefined; returnTo?: string | undefined; reauthenticate?: boolean }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   return layout({
     title: 'Sign in',
     loginPath: o.loginPath,
     app: o.app,
     body: html`<h1>Sign in</h1>
+${o.reauthenticate ? html`<p class="notice" role="status">Enter your password again to continue.</p>` : ''}
 <form method="post" action="${o.loginPath}/sign-in" novalidate>
-${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
+${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}${hidden('return_to', o.returnTo)}
 ${field({ name: 'email', label: 'E-mail address', type: 'email', value: o.email, autocomplete: 'username', autofocus: !o.email })}
 ${field({ name: 'password', label: 'Password', type: 'password', autocomplete: 'current-password', autofocus: Boolean(o.email), error: o.error })}
 <button type="submit">Sign in</button>

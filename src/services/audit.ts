@@ -5,6 +5,15 @@ import type { Db } from '../../db/create-db.js';
 import { pageAuditEvents } from '../../db/repositories/audit.js';
 import { validationError, type FieldProblem } from '../errors.js';
 
+/** Every event type this service records (the admin web's filter list). */
+export const AUDIT_EVENT_TYPES = [
+  'application.created', 'application.updated', 'application.deleted',
+  'user.created', 'user.updated', 'user.deleted', 'user.signed_up', 'user.signed_in', 'user.sign_in_failed', 'user.email_verified',
+  'session.revoked', 'authorization.granted', 'consent.granted', 'token.issued', 'token.revoked',
+  'refresh_token.rotated', 'refresh_token.reuse_detected', 'code.reuse_detected',
+  'password_reset.requested', 'password_reset.completed', 'signing_key.rotated',
+];
+
 export interface AuditEvent {
   id: string;
   type: string;

@@ -27,6 +27,7 @@ export function toUser(row: UserRow): User {
     emailVerified: row.email_verified,
     permissions: row.permissions,
     disabled: row.disabled,
+    role: row.role,
     hasPassword: row.password_hash !== null,
     createdAt: new Date(row.created_at).toISOString(),
     updatedAt: new Date(row.updated_at).toISOString(),
@@ -100,6 +101,7 @@ export function createUserService(deps: UserServiceDeps) {
           email_verified: input.emailVerified ?? false,
           permissions: JSON.stringify(input.permissions ?? []),
           disabled: input.disabled ?? false,
+          role: input.role ?? 'user',
         });
         await appendAuditEvent(trx, { type: 'user.created', actor: context.actor, ip: context.ip, userId: row.id });
         return toUser(row);
@@ -128,6 +130,7 @@ export function createUserService(deps: UserServiceDeps) {
           ...(input.emailVerified !== undefined && { email_verified: input.emailVerified }),
           ...(input.permissions !== undefined && { permissions: JSON.stringify(input.permissions) }),
           ...(input.disabled !== undefined && { disabled: input.disabled }),
+          ...(input.role !== undefined && { role: input.role }),
         });
         if (!row) throw notFound('USER_NOT_FOUND', `No user ${ref}`);
         // The audit trail names the fields, never their values (a password above all).

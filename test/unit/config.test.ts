@@ -29,6 +29,8 @@ t.test('defaults give a working development configuration', async (t) => {
     session: 604800,
     sessionIdle: 86400,
     emailVerification: 86400,
+    adminSetup: 3600,
+    adminFreshness: 600,
   });
 });
 
