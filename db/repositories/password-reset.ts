@@ -4,11 +4,13 @@ import type { PasswordResetTokensTable } from '../tables.js';
 
 export type PasswordResetRow = Selectable<PasswordResetTokensTable>;
 
-/** Stores a new token; any earlier live token of the user is superseded in the same statement batch. */
+/** Stores a new token and supersedes the user's earlier live ones (call inside a transaction). */
 export async function replacePasswordResetToken(
   db: Db,
   row: { token_hash: string; user_id: string; redirect_to: string; expires_at: Date },
 ): Promise<number> {
+  // Overlapping requests for one user queue here, so exactly one link stays live.
+  await db.selectFrom('users').select('id').where('id', '=', row.user_id).forUpdate().execute();
   const superseded = await db
     .updateTable('password_reset_tokens')
     .set({ revoked_at: sql`now()` })

@@ -54,7 +54,7 @@ export default fp(
     // A next key is always published ahead of its use, so that a rotation never surprises a verifier.
     await signingKeys.ensureNext();
     keys.invalidate();
-    const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log, retryDelaysMs: config.mailRetryDelaysMs });
+    const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log, retryDelaysMs: config.mailRetryDelaysMs, logLinks: config.env !== 'production' });
     const sessions = createSessionService({ db: app.db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
     const accounts = createAccountService({ db: app.db, config, sessions, mailer });
     const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications, keys });

@@ -114,7 +114,8 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
 
   app.get(
     '/reset-password/:token',
-    { schema: { params: Type.Object({ token: Type.String({ maxLength: 256 }) }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String({ maxLength: 2048 })) }), response: { 302: Redirected('to redirectTo?token=..., or with error=INVALID_TOKEN') } } },
+    // No length limits here: a mangled link is an invalid token (a redirect), never a JSON 400 in the browser.
+    { schema: { params: Type.Object({ token: Type.String() }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String()) }), response: { 302: Redirected('to redirectTo?token=..., or with error=INVALID_TOKEN') } } },
     async (request, reply) => {
       const location = await app.recovery.linkTarget(request.params.token, request.query.redirectTo);
       // The token is in the Location: no Referer may carry it further.

@@ -48,6 +48,8 @@ export interface MailerOptions {
   log: FastifyBaseLogger;
   /** Waits before each retry; [] sends once. */
   retryDelaysMs?: number[];
+  /** Outbox mode logs each mail's link (development); never in production, where links are secrets. */
+  logLinks?: boolean;
 }
 
 /** What of an SMTP error may be logged and shown: the code and the server's reply, never credentials. */
@@ -80,7 +82,7 @@ export function createMailer(options: MailerOptions): Mailer {
     const entry = { at: new Date().toISOString(), from: options.from, to: message.to, subject: message.subject, text: message.text };
     await appendFile(outbox, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
     // Development fallback only: the operator has configured no SMTP, so the link is shown here.
-    log.warn(`SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${message.link ? `; link: ${message.link}` : ''}`);
+    log.warn(`SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${message.link && options.logLinks !== false ? `; link: ${message.link}` : ''}`);
   }
 
   const wait = (ms: number) =>

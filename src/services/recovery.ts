@@ -48,7 +48,7 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
     } catch {
       return undefined;
     }
-    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password) return undefined;
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.href.length > 2048) return undefined;
     const own = [originOf(config.loginUrl), originOf(config.baseUrl), ...config.firstPartyOrigins];
     if (!own.includes(url.origin) && !(await deps.applications.trustedOrigins()).has(url.origin)) return undefined;
     return url.href;
