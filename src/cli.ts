@@ -123,11 +123,11 @@ const APP_OPTIONS = {
   scope: { type: 'string', multiple: true },
   disabled: { type: 'boolean' },
   enabled: { type: 'boolean' },
-  admin: { type: 'boolean' },
-  'no-admin': { type: 'boolean' },
 } as const;
 
 const USER_OPTIONS = {
+  admin: { type: 'boolean' },
+  'no-admin': { type: 'boolean' },
   email: { type: 'string' },
   password: { type: 'string' },
   'password-stdin': { type: 'boolean' },

@@ -39,6 +39,11 @@ pre{background:#0f172a;color:#e2e8f0;padding:1rem;border-radius:8px;overflow:aut
 .muted{color:#5b636e;font-size:.9rem}.filters{display:grid;grid-template-columns:repeat(auto-fit,minmax(10rem,1fr));gap:.75rem;align-items:end}
 `;
 
+/** Only https images are shown (the pages' CSP allows no other remote images; loopback http logos are valid but not previewed). */
+function previewable(url: string | null | undefined): boolean {
+  return Boolean(url && /^https:\/\/[^\s"'<>]+$/.test(url));
+}
+
 function hidden(name: string, value: string | undefined): Html {
   return value === undefined ? html`` : html`<input type="hidden" name="${name}" value="${value}">`;
 }
@@ -140,7 +145,7 @@ ${hidden('csrf', frame.csrf)}
 ${field({ name: 'clientName', label: 'Name', value: o.values.clientName, error: e.clientName, required: true })}
 ${field({ name: 'clientDescription', label: 'Description', value: o.values.clientDescription, error: e.clientDescription, textarea: true })}
 ${field({ name: 'clientLogoUrl', label: 'Logo URL', type: 'url', value: o.values.clientLogoUrl, error: e.clientLogoUrl, hint: 'https URL of a square image, shown on the sign-in and consent pages' })}
-${o.values.clientLogoUrl && !e.clientLogoUrl ? html`<p><img class="logo" src="${o.values.clientLogoUrl}" alt="Logo preview"></p>` : ''}
+${previewable(o.values.clientLogoUrl) && !e.clientLogoUrl ? html`<p><img class="logo" src="${o.values.clientLogoUrl}" alt="Logo preview"></p>` : ''}
 ${field({ name: 'redirectUris', label: 'Redirect URIs', value: o.values.redirectUris, error: e.redirectUris, textarea: true, required: true, hint: 'One per line; matched exactly. https, or http on localhost/127.0.0.1' })}
 ${field({ name: 'allowedWebOrigins', label: 'Allowed web origins (browser CORS)', value: o.values.allowedWebOrigins, error: e.allowedWebOrigins, textarea: true, hint: 'One per line, e.g. https://app.example.com (scheme, host, port; no path)' })}
 ${field({ name: 'postLogoutRedirectUris', label: 'Post-logout redirect URIs', value: o.values.postLogoutRedirectUris, error: e.postLogoutRedirectUris, textarea: true, hint: 'One per line; where RP-initiated logout may return' })}
@@ -163,7 +168,7 @@ export function applicationView(frame: Frame, o: { app: Application; staticSourc
     title: a.clientName,
     frame,
     current: 'applications',
-    body: html`<section class="card"><div class="row">${a.clientLogoUrl ? html`<img class="logo" src="${a.clientLogoUrl}" alt="">` : ''}<h1>${a.clientName}</h1><span class="badge ${a.enabled ? 'on' : 'off'}">${a.enabled ? 'enabled' : 'disabled'}</span></div>
+    body: html`<section class="card"><div class="row">${previewable(a.clientLogoUrl) ? html`<img class="logo" src="${a.clientLogoUrl}" alt="">` : ''}<h1>${a.clientName}</h1><span class="badge ${a.enabled ? 'on' : 'off'}">${a.enabled ? 'enabled' : 'disabled'}</span></div>
 ${a.source === 'static' ? html`<p class="notice">Static application from ${o.staticSource ?? 'the static applications file'}: read-only here. Change it in that file and restart.</p>` : ''}
 <table><tbody>
 <tr><th>Client id</th><td><code>${a.clientId}</code></td></tr>

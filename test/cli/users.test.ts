@@ -1,7 +1,10 @@
 // `idp users`: one user through its whole life, in one DATA_DIR (or PostgreSQL schema).
 import t from 'tap';
+import { join } from 'node:path';
 import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
 import type { User } from '../../schemas/admin.js';
+import { createDatabase } from '../../db/create-db.js';
+import { buildTestApp } from '../helpers/app.js';
 
 // Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
 t.setTimeout(300_000);
@@ -83,4 +86,45 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
     t.match(gone.stderr, new RegExp(`No user ${id}`));
     t.equal(gone.stdout, '');
   });
+});
+
+t.test('users create --admin: an admin who signs in to the admin web, and no setup link is offered', { timeout: 200_000 }, async (t) => {
+  const cli = await cliContext(t);
+  const password = 'operator-passphrase-7';
+  const r = await cli.run(['users', 'create', '--email', 'Boss@Example.com', '--admin', '--password-stdin', '--json'], { input: `${password}\n` });
+  if (!exits(t, r, 0)) return;
+  const user = parseJson<User>(r);
+  t.equal(user.role, 'admin');
+  t.equal(user.hasPassword, true);
+  t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
+
+  // The same database in this process (the CLI has exited and released it): the admin web lets them in.
+  const handle = await createDatabase(cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') });
+  const { app } = await buildTestApp({ teardown: () => {} }, { database: { ...handle, dispose: () => handle.close() } });
+  try {
+    t.equal(await app.adminSetup.adminExists(), true);
+    t.equal(await app.adminSetup.issueLink(), undefined, 'no setup link once the CLI made an admin');
+    const created = (await app.services.audit.list({ type: 'user.created', userId: user.id })).items;
+    t.match(created[0]?.actor, /^cli:/, 'the audit trail names the CLI');
+
+    const page = await app.inject({ method: 'GET', url: '/login/sign-in' });
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
+    const jar = Object.fromEntries((page.cookies as Array<{ name: string; value: string }>).map((c) => [c.name, c.value]));
+    const signIn = await app.inject({
+      method: 'POST',
+      url: '/login/sign-in',
+      cookies: jar,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ csrf, email: 'boss@example.com', password }).toString(),
+    });
+    t.equal(signIn.statusCode, 303, 'the admin signs in');
+    const session = (signIn.cookies as Array<{ name: string; value: string }>).find((c) => c.name === 'idp.session');
+    t.ok(session);
+    const admin = await app.inject({ method: 'GET', url: '/admin/applications', cookies: { ...jar, 'idp.session': session!.value } });
+    t.equal(admin.statusCode, 200, 'and reaches the admin web');
+    t.match(admin.body, /Boss@Example\.com/);
+  } finally {
+    await app.close();
+    await handle.close();
+  }
 });
