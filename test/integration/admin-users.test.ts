@@ -51,6 +51,7 @@ function expectedUser(body: { id: string; createdAt: string; updatedAt: string }
     emailVerified: false,
     permissions: [],
     disabled: false,
+    role: 'user',
     hasPassword: false,
     createdAt: body.createdAt,
     updatedAt: body.updatedAt,
@@ -243,7 +244,7 @@ t.test('invalid user input is 400 VALIDATION_ERROR naming the field', async (t) 
       payload: { email: 'nullpw@example.com', password: null },
       details: [{ field: 'password', message: 'must be string' }],
     },
-    { name: 'an unknown field', payload: { email: 'unknown@example.com', role: 'admin' }, details: [{ field: 'role', message: 'is not a known field' }] },
+    { name: 'an unknown field', payload: { email: 'unknown@example.com', isAdmin: true }, details: [{ field: 'isAdmin', message: 'is not a known field' }] },
     {
       name: 'a password hash smuggled in',
       payload: { email: 'hash@example.com', passwordHash: '$argon2id$v=19$...' },
@@ -780,4 +781,16 @@ t.test('e-mail addresses beyond ASCII', async (t) => {
       t.equal(seen.length, emails.length);
     },
   );
+});
+
+t.test('role: admin via the admin API, validated', async (t) => {
+  const email = uniqueEmail('role');
+  const created = await admin({ method: 'POST', url: BASE, payload: { email, role: 'admin' } });
+  t.equal(created.statusCode, 201);
+  t.equal(created.json().role, 'admin');
+  const demoted = await admin({ method: 'PATCH', url: `${BASE}/${created.json().id}`, payload: { role: 'user' } });
+  t.equal(demoted.json().role, 'user');
+  const bad = await admin({ method: 'PATCH', url: `${BASE}/${created.json().id}`, payload: { role: 'root' } });
+  t.equal(bad.statusCode, 400);
+  t.equal(bad.json().error, 'VALIDATION_ERROR');
 });
