@@ -13,17 +13,6 @@ export interface RunningServer {
 export async function startServer(config: Config, options: BuildOptions = {}): Promise<RunningServer> {
   const started = performance.now();
   const app = await buildApp(config, options);
-  let address: string;
-  try {
-    address = await app.listen({ port: config.port, host: config.host });
-  } catch (error) {
-    await app.close();
-    throw error;
-  }
-  app.log.info(
-    { address, issuer: config.issuer, startupMs: Math.round(performance.now() - started) },
-    `identity provider listening on ${address} (issuer ${config.issuer})`,
-  );
   // No admin yet: a one-time link to create the first one (or: idp users create --admin).
   const setupLink = await app.adminSetup.issueLink().catch((error: unknown) => {
     app.log.error({ err: error }, 'could not issue the admin setup link');
@@ -35,6 +24,17 @@ export async function startServer(config: Config, options: BuildOptions = {}): P
       `No admin user exists yet. Create the first one within ${Math.round(config.ttl.adminSetup / 60)} minutes at ${setupLink} (single use), or run: idp users create --admin --email EMAIL --password-stdin`,
     );
   }
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  app.log.info(
+    { address, issuer: config.issuer, startupMs: Math.round(performance.now() - started) },
+    `identity provider listening on ${address} (issuer ${config.issuer})`,
+  );
 
   let closing: Promise<void> | undefined;
   function shutdown(reason: string): Promise<void> {

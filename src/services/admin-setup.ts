@@ -67,6 +67,8 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
       const passwordHash = await hashPassword(input.password);
       try {
         return await db.transaction().execute(async (trx) => {
+          // Every open link, locked in one order: two links used at once queue here instead of deadlocking.
+          await trx.selectFrom('admin_setup_tokens').select('token_hash').where('used_at', 'is', null).orderBy('token_hash').forUpdate().execute();
           const consumed = await trx
             .updateTable('admin_setup_tokens')
             .set({ used_at: sql`now()` })
