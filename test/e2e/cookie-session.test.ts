@@ -12,6 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
 
+// Evaluated in the page (no DOM types in this project's compilation).
+interface PageGlobals {
+  document: { body: { dataset: Record<string, string | undefined> }; cookie: string };
+  lastTokenResponse: Record<string, unknown>;
+}
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
@@ -118,7 +124,7 @@ t.test('a first-party page stays signed in across reloads with the cookie endpoi
   page.on('pageerror', (error) => pageErrors.push(error.message));
   mkdirSync(screenshots, { recursive: true });
   const shot = (name: string) => page.screenshot({ path: join(screenshots, `cookie-session-${name}.png`), fullPage: true });
-  const stateIs = (state: string) => page.waitForFunction((s) => document.body.dataset.state === s, state);
+  const stateIs = (state: string) => page.waitForFunction((s) => (globalThis as unknown as PageGlobals).document.body.dataset.state === s, state);
   const refreshCookie = async () => (await context.cookies(`${ctx.issuer}/oauth2/token`)).find((c) => c.name === 'idp.refresh');
 
   // Signed out at first: the refresh without a cookie is 401 invalid_grant, read through CORS.
@@ -138,14 +144,14 @@ t.test('a first-party page stays signed in across reloads with the cookie endpoi
   await stateIs('signed-in');
   t.equal(await page.locator('#status').innerText(), `Signed in as ${email}`);
   t.equal(new URL(page.url()).pathname, '/', 'the callback cleaned its URL');
-  const exchanged = await page.evaluate(() => (window as unknown as { lastTokenResponse: Record<string, unknown> }).lastTokenResponse);
+  const exchanged = await page.evaluate(() => (globalThis as unknown as PageGlobals).lastTokenResponse);
   t.ok(exchanged.access_token, 'the page got an access token');
   t.notOk('refresh_token' in exchanged, 'but never a refresh token');
   const first = await refreshCookie();
   t.ok(first, 'the refresh token is in the provider cookie');
   t.equal(first?.httpOnly, true, 'HttpOnly');
   t.equal(first?.path, '/api/auth/oauth2/token');
-  t.equal(await page.evaluate(() => document.cookie), '', 'the page cannot read it (nor any other cookie)');
+  t.equal(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.cookie), '', 'the page cannot read it (nor any other cookie)');
   await shot('2-signed-in');
 
   // Reloads: each one refreshes through the cookie alone and rotates it.
@@ -154,7 +160,7 @@ t.test('a first-party page stays signed in across reloads with the cookie endpoi
     await page.reload();
     await stateIs('signed-in');
     t.equal(await page.locator('#status').innerText(), `Signed in as ${email}`, `still signed in after reload ${i + 1}`);
-    const refreshed = await page.evaluate(() => (window as unknown as { lastTokenResponse: Record<string, unknown> }).lastTokenResponse);
+    const refreshed = await page.evaluate(() => (globalThis as unknown as PageGlobals).lastTokenResponse);
     t.notOk('refresh_token' in refreshed, 'no refresh token in the refresh answer either');
     const cookie = await refreshCookie();
     t.ok(cookie && !seen.has(cookie.value), `the cookie rotated on reload ${i + 1}`);
@@ -180,6 +186,6 @@ t.test('a first-party page stays signed in across reloads with the cookie endpoi
     body: new URLSearchParams({ grant_type: 'refresh_token', client_id: application.clientId }),
   });
   t.equal(replay.status, 400);
-  t.equal((await replay.json()).error, 'invalid_grant', 'the logged-out refresh token no longer refreshes');
+  t.equal(((await replay.json()) as { error: string }).error, 'invalid_grant', 'the logged-out refresh token no longer refreshes');
   t.same(pageErrors, [], 'no script errors');
 });
