@@ -1,6 +1,6 @@
 // One Kysely instance over PostgreSQL (pg) when a URL is given, otherwise over embedded PGlite
 // (file-backed in a directory, or in memory for tests).
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -10,6 +10,20 @@ import type { Database } from './tables.js';
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
 export type Db = Kysely<Database>;
+
+type PreparedExecutor = (name: string, query: CompiledQuery) => Promise<unknown[]>;
+const preparedExecutors = new WeakMap<object, PreparedExecutor>();
+
+/**
+ * Runs a hot query as a named prepared statement on PostgreSQL (parsed and planned once per pooled
+ * connection instead of on every call); elsewhere (PGlite, transactions) like any query. Only for
+ * queries that select explicit columns: a prepared `select *` fails once a migration adds a column.
+ */
+export async function executePrepared<R>(db: Db, name: string, query: CompiledQuery<R>): Promise<R[]> {
+  const run = preparedExecutors.get(db);
+  if (run) return (await run(name, query)) as R[];
+  return (await db.executeQuery(query)).rows;
+}
 
 export interface DatabaseHandle {
   db: Db;
@@ -76,6 +90,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    preparedExecutors.set(db, async (name, query) => (await pool.query({ name, text: query.sql, values: query.parameters as unknown[] })).rows);
     const url = options.databaseUrl;
     return {
       db,

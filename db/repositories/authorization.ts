@@ -1,6 +1,6 @@
 // Pending authorization requests, consents, grants, codes and tokens.
 import { sql, type Selectable } from 'kysely';
-import type { Db } from '../create-db.js';
+import { executePrepared, type Db } from '../create-db.js';
 import type {
   RefreshTokensTable,
   AccessTokensTable,
@@ -205,15 +205,25 @@ export interface BearerRow {
  * and, when it was issued in a browser session (not offline, by refresh), that session still live:
  * sign-out, session expiry (absolute or idle) and admin revocation end it.
  */
+/** Every request to /api/external/* and UserInfo runs this: a prepared statement on PostgreSQL. */
 export async function findBearer(db: Db, tokenHash: string, sessionIdleSeconds: number): Promise<BearerRow | undefined> {
-  const row = await db
+  const query = db
     .selectFrom('access_tokens')
     .innerJoin('grants', 'grants.id', 'access_tokens.grant_id')
     .leftJoin('sessions', 'sessions.id', 'access_tokens.session_id')
     .leftJoin('users', 'users.id', 'access_tokens.user_id')
     .leftJoin('applications', 'applications.client_id', 'access_tokens.client_id')
-    .selectAll('access_tokens')
+    // Explicit columns (never `*`): a prepared statement must keep its result shape across migrations.
     .select([
+      'access_tokens.token_hash',
+      'access_tokens.grant_id',
+      'access_tokens.client_id',
+      'access_tokens.user_id',
+      'access_tokens.scope',
+      'access_tokens.session_id',
+      'access_tokens.created_at',
+      'access_tokens.expires_at',
+      'access_tokens.revoked_at',
       'users.id as u_id',
       'users.email as u_email',
       'users.email_verified as u_email_verified',
@@ -239,7 +249,8 @@ export async function findBearer(db: Db, tokenHash: string, sessionIdleSeconds: 
         ]),
       ]),
     )
-    .executeTakeFirst();
+    .compile();
+  const [row] = await executePrepared(db, 'idp_find_bearer', query);
   if (!row) return undefined;
   const { u_id, u_email, u_email_verified, u_name, u_given_name, u_family_name, u_picture, u_permissions, u_disabled, app_enabled, ...token } = row;
   return {
