@@ -207,8 +207,8 @@ export function resetPasswordPage(o: { loginPath: string; csrf: string; token: s
     body: html`<h1>Choose a new password</h1>
 <form method="post" action="${o.loginPath}/reset-password" novalidate>
 ${hidden('csrf', o.csrf)}${hidden('token', o.token)}
-${field({ name: 'newPassword', label: 'New password (8 to 128 characters)', type: 'password', autocomplete: 'new-password', autofocus: true, error: errors.newPassword })}
-${field({ name: 'confirmPassword', label: 'Repeat the new password', type: 'password', autocomplete: 'new-password', error: errors.confirmPassword })}
+${field({ name: 'newPassword', label: 'New password (8 to 128 characters)', type: 'password', autocomplete: 'new-password', autofocus: !errors.confirmPassword || Boolean(errors.newPassword), error: errors.newPassword })}
+${field({ name: 'confirmPassword', label: 'Repeat the new password', type: 'password', autocomplete: 'new-password', autofocus: Boolean(errors.confirmPassword) && !errors.newPassword, error: errors.confirmPassword })}
 <button type="submit">Change password</button>
 </form>`,
   });

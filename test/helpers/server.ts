@@ -1,5 +1,6 @@
 // A real server on a loopback port over the test file's own database, with mail to an in-process SMTP
 // server, for end-to-end tests with relying-party libraries and browsers.
+import type { BuildOptions } from '../../src/app.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { logCollector, testConfig } from './app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
@@ -9,7 +10,8 @@ interface TapLike {
   teardown(fn: () => unknown): void;
 }
 
-export async function startTestServer(t: TapLike, env: Record<string, string> = {}) {
+/** `options.configure` runs last in buildApp: tests add routes of their own on the provider's origin. */
+export async function startTestServer(t: TapLike, env: Record<string, string> = {}, options: Pick<BuildOptions, 'configure'> = {}) {
   const smtp = await startSmtp();
   const database: TestDatabase = await createTestDatabase();
   const logs = logCollector();
@@ -21,7 +23,7 @@ export async function startTestServer(t: TapLike, env: Record<string, string> = 
     });
   }));
   const config = testConfig({ PORT: String(probe), HOST: '127.0.0.1', BASE_URL: `http://127.0.0.1:${probe}`, SMTP_URL: smtp.url, ...env });
-  const server: RunningServer = await startServer(config, { database, logStream: logs.stream });
+  const server: RunningServer = await startServer(config, { database, logStream: logs.stream, ...(options.configure ? { configure: options.configure } : {}) });
   t.teardown(async () => {
     await server.shutdown('test done');
     await database.dispose();
