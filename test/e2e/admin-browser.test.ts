@@ -3,34 +3,17 @@
 // redirect URI and a web origin → read the client id → openid-client signs a person in with it in the
 // browser (the origin can call the API from the browser) → disable the application in the admin → the
 // next authorize is refused, and the origin loses CORS. Screenshots go to .tap/screenshots/admin-*.png.
-import t, { type Test } from 'tap';
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as client from 'openid-client';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
+import { chromiumSkip, launchChromium, startCallbackServer } from '../helpers/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
-
-/** The relying party's callback: answers 200 "callback ok" and records each query it receives. */
-async function startCallbackServer(t: Test) {
-  const received: URLSearchParams[] = [];
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (url.pathname === '/callback') received.push(url.searchParams);
-    res.writeHead(url.pathname === '/callback' ? 200 : 404, { 'content-type': 'text/plain; charset=utf-8' });
-    res.end(url.pathname === '/callback' ? 'callback ok' : 'not found');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const { port } = server.address() as AddressInfo;
-  return { origin: `http://127.0.0.1:${port}`, redirectUri: `http://127.0.0.1:${port}/callback`, received };
-}
 
 /** Collects console errors and warnings (CSP violations land there), page errors and failed requests. */
 function watch(page: Page) {
@@ -49,7 +32,7 @@ function watch(page: Page) {
 
 t.test('operator journey: setup link → admin → new application → a login with its client id → disable → refused', {
   timeout: 240000,
-  skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`,
+  skip: chromiumSkip,
 }, async (t) => {
   const ctx = await startTestServer(t);
   const callback = await startCallbackServer(t);
@@ -64,12 +47,7 @@ t.test('operator journey: setup link → admin → new application → a login w
   t.match(logged!.msg, setupLink, 'the message carries the link too');
   t.match(logged!.msg, /idp users create --admin/, 'and names the CLI alternative');
 
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    timeout: 90000,
-  });
-  t.teardown(() => browser.close());
+  const browser: Browser = await launchChromium(t);
   mkdirSync(screenshots, { recursive: true });
   const newPage = async (context: BrowserContext) => {
     const page = await context.newPage();

@@ -1,40 +1,24 @@
 // A real browser (Debian's headless Chromium, driven by playwright-core) signs up through the hosted
 // pages: sign-in → "Create one" → sign-up → check your inbox → the mailed link → consent → Allow → the
 // client's callback. Screenshots of each page go to .tap/screenshots/.
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { startTestServer } from '../helpers/server.js';
 import { linkIn } from '../helpers/smtp.js';
+import { chromiumSkip, launchChromium, startCallbackServer } from '../helpers/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
 
 /** The client's callback: answers 200 "callback ok" and records each query it receives. */
-async function startCallbackServer(t: Test) {
-  const received: URLSearchParams[] = [];
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (url.pathname === '/callback') received.push(url.searchParams);
-    res.writeHead(url.pathname === '/callback' ? 200 : 404, { 'content-type': 'text/plain; charset=utf-8' });
-    res.end(url.pathname === '/callback' ? 'callback ok' : 'not found');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const { port } = server.address() as AddressInfo;
-  return { redirectUri: `http://127.0.0.1:${port}/callback`, received };
-}
-
 t.test('sign-up, e-mail verification and consent in headless Chromium', {
   timeout: 180000,
-  skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`,
+  skip: chromiumSkip,
 }, async (t) => {
   const ctx = await startTestServer(t);
   const callback = await startCallbackServer(t);
@@ -43,12 +27,7 @@ t.test('sign-up, e-mail verification and consent in headless Chromium', {
     { actor: 'test' },
   );
 
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    timeout: 90000,
-  });
-  t.teardown(() => browser.close());
+  const browser: Browser = await launchChromium(t);
   const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
   const page: Page = await context.newPage();
   page.setDefaultTimeout(30000);

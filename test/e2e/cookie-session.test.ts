@@ -11,15 +11,15 @@
 // Screenshots go to .tap/screenshots/cookie-<variant>-*.png.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
+import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
 const REFRESH_TOKEN_TTL = 7 * 24 * 3600;
@@ -181,7 +181,7 @@ type Call = { grant?: string; status?: number; keys?: string[]; error?: string |
 for (const variant of ['same-origin', 'first-party-origin'] as const) {
   t.test(`a first-party page (${variant}) stays signed in across reloads with the cookie endpoint alone`, {
     timeout: 180000,
-    skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`,
+    skip: chromiumSkip,
   }, async (t) => {
     const config: DemoConfig = { clientId: '', authorizeUrl: '', cookieUrl: '', logoutUrl: '', meUrl: '', scope: 'openid email offline_access', base: '/demo/' };
     const env = { REFRESH_TOKEN_TTL: String(REFRESH_TOKEN_TTL) };
@@ -227,12 +227,7 @@ for (const variant of ['same-origin', 'first-party-origin'] as const) {
     await ctx.app.services.users.create({ email, password, name: 'Cora Cookie', emailVerified: true }, { actor: 'test' });
     const demoUrl = `${origin}/demo/`;
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      timeout: 90000,
-    });
-    t.teardown(() => browser.close());
+    const browser: Browser = await launchChromium(t);
     const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
     const page: Page = await context.newPage();
     page.setDefaultTimeout(30000);

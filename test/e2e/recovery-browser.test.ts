@@ -6,15 +6,15 @@
 // "This link does not work". Screenshots of each page go to .tap/screenshots/recovery-*.png.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
 import { linkIn, type CapturedMail } from '../helpers/smtp.js';
+import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
 
@@ -22,7 +22,7 @@ type Doc = { document: { cookie: string } };
 
 t.test('password recovery in headless Chromium: forgot password → mail → link → new password → sign in', {
   timeout: 180000,
-  skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`,
+  skip: chromiumSkip,
 }, async (t) => {
   const ctx = await startTestServer(t);
   const login = `${ctx.baseUrl}/login`;
@@ -42,12 +42,7 @@ t.test('password recovery in headless Chromium: forgot password → mail → lin
     }
   }
 
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    timeout: 90000,
-  });
-  t.teardown(() => browser.close());
+  const browser: Browser = await launchChromium(t);
   const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
   const page: Page = await context.newPage();
   page.setDefaultTimeout(30000);

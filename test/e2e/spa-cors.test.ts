@@ -8,15 +8,15 @@
 // Screenshots go to .tap/screenshots/spa-*.png.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
+import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
 const oauth4webapiBuild = join(root, 'node_modules', 'oauth4webapi', 'build', 'index.js');
@@ -189,7 +189,7 @@ interface SpaResult {
 
 t.test('a single-page app on another origin: code flow with PKCE and /api/external/me through browser CORS', {
   timeout: 240000,
-  skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`,
+  skip: chromiumSkip,
 }, async (t) => {
   const ctx = await startTestServer(t);
   const meUrl = `${ctx.baseUrl}/api/external/me`;
@@ -217,12 +217,7 @@ t.test('a single-page app on another origin: code flow with PKCE and /api/extern
   const password = 'a long enough passphrase';
   const user = await ctx.app.services.users.create({ email, password, name: 'Sam Spa', emailVerified: true }, { actor: 'test' });
 
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    timeout: 90000,
-  });
-  t.teardown(() => browser.close());
+  const browser: Browser = await launchChromium(t);
   const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
   // No page.route()/context.route() anywhere: with interception on, Playwright answers CORS preflights
   // itself (204, allowing everything), which would hide the provider's own answers.

@@ -1,0 +1,41 @@
+// Headless Chromium for the end-to-end tests: Debian's /usr/bin/chromium (or CHROMIUM_PATH) driven by
+// playwright-core, never a downloaded browser; tests skip with a reason when it is missing.
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser } from 'playwright-core';
+
+interface TapLike {
+  teardown(fn: () => unknown): void;
+}
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** For tap's `skip` option: false, or why the real-browser test cannot run here. */
+export const chromiumSkip: false | string = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`;
+
+/** A headless browser, closed when the test ends. */
+export async function launchChromium(t: TapLike): Promise<Browser> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    timeout: 90000,
+  });
+  t.teardown(() => browser.close());
+  return browser;
+}
+
+/** A relying party's callback: answers 200 "callback ok" and records each query it receives. */
+export async function startCallbackServer(t: TapLike) {
+  const received: URLSearchParams[] = [];
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (url.pathname === '/callback') received.push(url.searchParams);
+    res.writeHead(url.pathname === '/callback' ? 200 : 404, { 'content-type': 'text/plain; charset=utf-8' });
+    res.end(url.pathname === '/callback' ? 'callback ok' : 'not found');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  return { origin: `http://127.0.0.1:${port}`, redirectUri: `http://127.0.0.1:${port}/callback`, received };
+}
