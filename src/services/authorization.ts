@@ -90,7 +90,8 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     if (!app.redirectUris.includes(redirectUri)) {
       throw new AuthorizeRenderError('invalid_request', 'redirect_uri is not registered for this client');
     }
-    const state = typeof raw.state === 'string' ? raw.state : undefined;
+    // RFC 6749 §3.1: a parameter sent without a value is treated as omitted, here as on success.
+    const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : undefined;
     return { app, redirectUri, state };
   }
 

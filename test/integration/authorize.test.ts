@@ -351,6 +351,9 @@ t.test('the error redirect carries state only when one was sent, and keeps the r
     redirectUri: REDIRECT_WITH_QUERY,
   });
   t.same([...withQuery.searchParams.keys()].sort(), ['error', 'error_description', 'iss', 'state', 'tenant']);
+  // An empty state counts as omitted (RFC 6749 §3.1), on errors as on success.
+  const empty = expectRedirectError(t, await authorize(request({ state: '', response_type: 'token' })), 'unsupported_response_type', { state: null, label: 'empty state' });
+  t.same([...empty.searchParams.keys()].sort(), ['error', 'error_description', 'iss']);
   // State is returned exactly, whatever it contains.
   const odd = 'a b&c=d?e#f/ü';
   expectRedirectError(t, await authorize(request({ state: odd, response_type: 'token' })), 'unsupported_response_type', { state: odd });
@@ -464,6 +467,7 @@ t.test('consent: asked once, remembered, asked again for new scopes and with pro
     expectCode(t, await authorize(request({ scope: 'openid profile' }), { jar }));
     expectCode(t, await authorize(request({ scope: 'openid' }), { jar }));
     expectCode(t, await authorize(request({ scope: 'openid profile', state: undefined }), { jar }), { state: null });
+    expectCode(t, await authorize(request({ scope: 'openid profile', state: '' }), { jar }), { state: null });
     expectCode(t, await authorize(request({ scope: 'openid profile', prompt: 'none' }), { jar }), {});
     expectCode(t, await authorize(request({ scope: 'openid', redirect_uri: REDIRECT_WITH_QUERY }), { jar }), { redirectUri: REDIRECT_WITH_QUERY });
     expectCode(t, await authorize(request(), { jar, method: 'POST' }));
