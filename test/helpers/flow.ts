@@ -11,10 +11,24 @@ export interface FlowOptions {
   nonce?: string;
 }
 
-function cookiesOf(res: LightMyRequestResponse): Record<string, string> {
+/** The cookies a response set, as a jar for the next request. */
+export function cookiesOf(res: LightMyRequestResponse): Record<string, string> {
   const out: Record<string, string> = {};
   for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
   return out;
+}
+
+/** The value of a hidden form field of a hosted page (throws when the page has none). */
+export function hiddenField(body: string, name: string): string {
+  const m = new RegExp(`name="${name}" value="([^"]*)"`).exec(body);
+  if (!m) throw new Error(`no hidden field ${name}`);
+  return m[1]!;
+}
+
+/** GETs a hosted form page: the response, the jar with its cookies, and its CSRF token. */
+export async function formPage(app: FastifyInstance, path: string, jar: Record<string, string> = {}) {
+  const res = await app.inject({ method: 'GET', url: path, cookies: jar });
+  return { res, jar: { ...jar, ...cookiesOf(res) }, csrf: hiddenField(res.body, 'csrf') };
 }
 
 const pathOf = (location: string) => {

@@ -8,6 +8,7 @@ import { buildTestApp } from '../helpers/app.js';
 import { BrowserClient } from '../helpers/browser-client.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken } from '../../src/oauth/tokens.js';
+import { cookiesOf } from '../helpers/flow.js';
 
 // One app and one database for the whole file; subtests make the users and applications they change.
 const { app, database, config } = await buildTestApp(t);
@@ -62,12 +63,6 @@ function request(overrides: Params = {}): Params {
     code_challenge_method: 'S256',
     ...overrides,
   };
-}
-
-function cookiesOf(res: LightMyRequestResponse): Jar {
-  const out: Jar = {};
-  for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
-  return out;
 }
 
 async function authorize(params: Params, options: { jar?: Jar; accept?: string; method?: 'GET' | 'POST' } = {}) {

@@ -7,6 +7,7 @@ import { startSmtp, linkIn } from '../helpers/smtp.js';
 import { findUserByEmail } from '../../db/repositories/users.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
+import { cookiesOf, hiddenField, formPage as formPageOf } from '../helpers/flow.js';
 
 const smtp = await startSmtp();
 t.teardown(() => smtp.close());
@@ -19,22 +20,7 @@ const client = await app.services.applications.create(
 );
 await app.services.users.create({ email: 'pat@example.com', password: 'pat-password-1', emailVerified: true }, actor);
 
-function cookiesOf(res: LightMyRequestResponse): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
-  return out;
-}
-
-function hidden(body: string, name: string): string {
-  const m = new RegExp(`name="${name}" value="([^"]*)"`).exec(body);
-  if (!m) throw new Error(`no hidden field ${name}`);
-  return m[1]!;
-}
-
-async function formPage(path: string, jar: Record<string, string> = {}) {
-  const res = await app.inject({ method: 'GET', url: path, cookies: jar });
-  return { res, jar: { ...jar, ...cookiesOf(res) }, csrf: hidden(res.body, 'csrf') };
-}
+const formPage = (path: string, jar: Record<string, string> = {}) => formPageOf(app, path, jar);
 
 async function post(path: string, form: Record<string, string>, jar: Record<string, string>, headers: Record<string, string> = {}) {
   return app.inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
@@ -176,7 +162,7 @@ t.test('signing out revokes the session server-side', async (t) => {
   const home = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
   t.equal(home.statusCode, 200);
   t.match(home.body, /signed in as <strong>pat@example.com<\/strong>/);
-  const out = await post('/login/sign-out', { csrf: hidden(home.body, 'csrf') }, jar);
+  const out = await post('/login/sign-out', { csrf: hiddenField(home.body, 'csrf') }, jar);
   t.equal(out.statusCode, 200);
   t.match(out.body, /You are signed out/);
   const stolen = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
@@ -246,7 +232,7 @@ t.test('an idle session ends after SESSION_IDLE_TTL', async (t) => {
     method: 'POST',
     url: '/login/sign-in',
     cookies: jar,
-    payload: new URLSearchParams({ csrf: hidden(page.body, 'csrf'), email: 'pat@example.com', password: 'pat-password-1' }).toString(),
+    payload: new URLSearchParams({ csrf: hiddenField(page.body, 'csrf'), email: 'pat@example.com', password: 'pat-password-1' }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
   const session = { ...jar, ...cookiesOf(res) };

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildTestApp } from '../helpers/app.js';
 import { startTestServer } from '../helpers/server.js';
-import { obtainTokens, signInWithInject, tokenRequest, userinfo } from '../helpers/flow.js';
+import { obtainTokens, signInWithInject, tokenRequest, userinfo, cookiesOf, hiddenField, formPage as formPageOf } from '../helpers/flow.js';
 import { linkIn, startSmtp, type CapturedMail } from '../helpers/smtp.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { hashToken } from '../../src/oauth/tokens.js';
@@ -88,22 +88,7 @@ const resetRows = (userId?: string) => {
   return q.execute();
 };
 
-function cookiesOf(res: LightMyRequestResponse): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
-  return out;
-}
-
-function hidden(body: string, name: string): string {
-  const m = new RegExp(`name="${name}" value="([^"]*)"`).exec(body);
-  if (!m) throw new Error(`no hidden field ${name}`);
-  return m[1]!;
-}
-
-async function formPage(path: string, jar: Record<string, string> = {}) {
-  const res = await app.inject({ method: 'GET', url: path, cookies: jar });
-  return { res, jar: { ...jar, ...cookiesOf(res) }, csrf: hidden(res.body, 'csrf') };
-}
+const formPage = (path: string, jar: Record<string, string> = {}) => formPageOf(app, path, jar);
 
 const postForm = (path: string, form: Record<string, string>, jar: Record<string, string>) =>
   app.inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
@@ -642,7 +627,7 @@ t.test('hosted pages: forgot password → mail → reset page → new password',
 
   const reset = await formPage(location.pathname + location.search);
   t.equal(reset.res.statusCode, 200, 'the reset page shows the form');
-  t.equal(hidden(reset.res.body, 'token'), token);
+  t.equal(hiddenField(reset.res.body, 'token'), token);
   t.match(reset.res.body, /name="newPassword" type="password"/);
   t.match(reset.res.body, /name="confirmPassword" type="password"/);
   t.match(reset.res.headers['content-security-policy'], /frame-ancestors 'none'/);

@@ -10,6 +10,7 @@ import { BrowserClient } from '../helpers/browser-client.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken, hashToken } from '../../src/oauth/tokens.js';
+import { cookiesOf } from '../helpers/flow.js';
 
 
 const { app, database, config, logs } = await buildTestApp(t);
@@ -39,12 +40,6 @@ function encode(params: Params): string {
     for (const one of Array.isArray(v) ? v : [v]) q.append(k, one);
   }
   return q.toString();
-}
-
-function cookiesOf(res: LightMyRequestResponse): Jar {
-  const out: Jar = {};
-  for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
-  return out;
 }
 
 /** Signs in through the hosted sign-in form; returns the cookie jar with the session. */

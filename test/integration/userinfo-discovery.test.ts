@@ -9,6 +9,7 @@ import { BrowserClient } from '../helpers/browser-client.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken, hashToken } from '../../src/oauth/tokens.js';
 import { KeyStore } from '../../src/services/key-store.js';
+import { cookiesOf } from '../helpers/flow.js';
 
 
 const { app, database, config } = await buildTestApp(t);
@@ -28,12 +29,6 @@ const client = await app.services.applications.create(
 );
 
 type Jar = Record<string, string>;
-
-function cookiesOf(res: LightMyRequestResponse): Jar {
-  const out: Jar = {};
-  for (const c of res.cookies as Array<{ name: string; value: string }>) out[c.name] = c.value;
-  return out;
-}
 
 let counter = 0;
 /** A user signed in through the hosted sign-in form. */
