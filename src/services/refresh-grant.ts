@@ -53,6 +53,8 @@ export function createRefreshGrant(deps: { db: Db; config: Config; keys: KeyStor
           const accessToken = unseal(row.successor_access_sealed, { secretKey, purpose: SEAL_PURPOSE, aad: `${row.successor_hash}:access` });
           const access = accessToken ? await authz.findAccessTokenByHash(trx, hashToken(accessToken)) : undefined;
           if (successor && !successor.used_at && !successor.revoked_at && refreshToken && accessToken && access) {
+            // A retry returns tokens too: the same checks as a rotation (application, user).
+            if (!app.enabled) return { kind: 'error', error: invalid('the application is disabled') };
             const user = await findUserById(trx, row.user_id);
             if (!user || user.disabled) return { kind: 'error', error: invalid('the user is not available') };
             const response = await respond({ accessToken, refreshToken, scope: access.scope, userId: row.user_id, authTime: row.grant_auth_time, expiresAt: new Date(access.expires_at) });

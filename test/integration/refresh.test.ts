@@ -154,3 +154,43 @@ t.test('grace window: a retry of the just-used token gets the same successor, ne
   await database.db.updateTable('refresh_tokens').set({ used_at: new Date(Date.now() - 60_000) }).where('used_at', 'is not', null).where('revoked_at', 'is', null).execute();
   t.equal((await refresh(other.tokens.refresh_token!, {}, graceApp.app)).statusCode, 400);
 });
+
+t.test('grace window: a retry after the application or the user was disabled gets invalid_grant, no tokens', async (t) => {
+  const graceApp = await buildTestApp(t, { env: { REFRESH_TOKEN_GRACE: '30' }, database });
+  const services = graceApp.app.services;
+  const own = await services.applications.create({ clientName: 'Grace RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'offline_access'] }, { actor: 'test' });
+  await services.users.create({ email: 'gina@example.com', password: 'gina-password-1', emailVerified: true }, { actor: 'test' });
+  const ownFlow = { clientId: own.clientId, redirectUri, email: 'gina@example.com', password: 'gina-password-1', scope: 'openid offline_access' };
+  const retry = (token: string) => tokenRequest(graceApp.app, { grant_type: 'refresh_token', refresh_token: token, client_id: own.clientId });
+
+  // The application is disabled between the rotation and the retry.
+  const first = await obtainTokens(graceApp.app, ownFlow);
+  t.equal((await retry(first.tokens.refresh_token!)).statusCode, 200, 'rotated');
+  await services.applications.setEnabled(own.clientId, false, { actor: 'test' });
+  const afterAppDisabled = await retry(first.tokens.refresh_token!);
+  t.equal(afterAppDisabled.statusCode, 400);
+  t.equal(afterAppDisabled.json().error, 'invalid_grant');
+  t.notOk(afterAppDisabled.json().access_token, 'no access token');
+  t.notOk(afterAppDisabled.json().refresh_token, 'no refresh token');
+  await services.applications.setEnabled(own.clientId, true, { actor: 'test' });
+
+  // The user is disabled between the rotation and the retry.
+  const second = await obtainTokens(graceApp.app, ownFlow);
+  t.equal((await retry(second.tokens.refresh_token!)).statusCode, 200, 'rotated');
+  await services.users.setDisabled('gina@example.com', true, { actor: 'test' });
+  const afterUserDisabled = await retry(second.tokens.refresh_token!);
+  t.equal(afterUserDisabled.statusCode, 400);
+  t.equal(afterUserDisabled.json().error, 'invalid_grant');
+  t.notOk(afterUserDisabled.json().access_token, 'no access token');
+  t.notOk(afterUserDisabled.json().refresh_token, 'no refresh token');
+
+  // And the user deleted: the retry finds nobody to issue for.
+  await services.users.setDisabled('gina@example.com', false, { actor: 'test' });
+  const third = await obtainTokens(graceApp.app, ownFlow);
+  t.equal((await retry(third.tokens.refresh_token!)).statusCode, 200, 'rotated');
+  await services.users.remove('gina@example.com', { actor: 'test' });
+  const afterUserDeleted = await retry(third.tokens.refresh_token!);
+  t.equal(afterUserDeleted.statusCode, 400);
+  t.equal(afterUserDeleted.json().error, 'invalid_grant');
+  t.notOk(afterUserDeleted.json().access_token, 'no access token');
+});
