@@ -114,7 +114,7 @@ export const EnvSchema = Type.Object({
   ADMIN_FRESHNESS: Seconds(600, 'an admin must have entered their password within this many seconds for dangerous actions (delete, rotate)'),
   FIRST_PARTY_ORIGINS: Type.String({
     default: '',
-    description: 'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints',
+    description: 'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints and be the target of password-reset links',
   }),
   MAIL_RETRY_DELAYS: Type.String({
     default: '5,30,120',

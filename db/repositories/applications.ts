@@ -60,13 +60,6 @@ export async function listEnabledWebOrigins(db: Db): Promise<string[]> {
   return rows.rows.map((r) => r.origin);
 }
 
-/** Every redirect URI of an enabled application (for the origins a password-reset link may return to). */
-export async function listEnabledRedirectUris(db: Db): Promise<string[]> {
-  const rows = await sql<{ uri: string }>`select distinct jsonb_array_elements_text(redirect_uris) as uri
-    from applications where enabled`.execute(db);
-  return rows.rows.map((r) => r.uri);
-}
-
 export const APPLICATIONS_CHANNEL = 'idp_applications_changed';
 
 /** Delivered to every listening instance when the transaction commits (PostgreSQL NOTIFY). */

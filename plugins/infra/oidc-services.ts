@@ -65,7 +65,7 @@ export default fp(
     app.decorate('mailer', mailer);
     app.decorate('sessions', sessions);
     app.decorate('accounts', accounts);
-    const recovery = createRecoveryService({ db: app.db, config, mailer, applications: app.services.applications, log: app.log });
+    const recovery = createRecoveryService({ db: app.db, config, mailer, log: app.log });
     app.decorate('recovery', recovery);
     app.decorate('adminSetup', createAdminSetupService({ db: app.db, config, sessions }));
     app.decorate('authorization', authorization);

@@ -13,7 +13,7 @@ import {
 } from '../../schemas/admin.js';
 import { AppError, conflict, notFound, validationError, type FieldProblem } from '../errors.js';
 import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
-import { originOf, redirectPathProblem, redirectUriProblem, webOriginProblem, webUrlProblem } from '../oauth/redirect-uri.js';
+import { redirectPathProblem, redirectUriProblem, webOriginProblem, webUrlProblem } from '../oauth/redirect-uri.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 
@@ -247,21 +247,6 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     return origins;
   }
 
-  /**
-   * Origins a first-party redirect (the password-reset redirectTo) may go to: every enabled
-   * application's web origins and the http(s) origins of its redirect URIs.
-   */
-  async function trustedOrigins(): Promise<Set<string>> {
-    const origins = await webOrigins();
-    const uris = await repo.listEnabledRedirectUris(db);
-    for (const a of staticApplications.all()) if (a.enabled) uris.push(...a.redirectUris);
-    for (const uri of uris) {
-      const origin = originOf(uri);
-      if (origin) origins.add(origin);
-    }
-    return origins;
-  }
-
   return {
     /** Called after any change commits (caches such as the CORS origin list subscribe). */
     onChange(listener: (clientId: string) => void) {
@@ -270,7 +255,6 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     get,
     find,
     webOrigins,
-    trustedOrigins,
     list,
     create,
     update,

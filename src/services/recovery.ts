@@ -1,4 +1,7 @@
 // Account recovery (spec: request-password-reset, reset-password; decisions.md, Recovery).
+//  - Reset links stay first-party: redirectTo must be on the login origin (a path is taken there) or one
+//    of FIRST_PARTY_ORIGINS. A registered application's origins are NOT trusted: whoever registered an
+//    application could otherwise have a victim's genuine mail deliver the token to its own page.
 //  - A request answers the same way, at the same speed, whether or not the account exists: after the
 //    redirect target is checked, everything that depends on the account runs in the background.
 //  - Reset tokens: 256-bit, only the SHA-256 stored, RESET_TOKEN_TTL (30 min), single use, and a newer
@@ -20,7 +23,6 @@ import { originOf } from '../oauth/redirect-uri.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, passwordLengthProblem } from '../passwords.js';
 import type { RequestMeta } from './accounts.js';
-import type { ApplicationService } from './applications.js';
 
 export const GENERIC_RESET_RESPONSE = {
   status: true as const,
@@ -30,17 +32,20 @@ export const GENERIC_RESET_RESPONSE = {
 export const invalidResetToken = () => new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
 
-export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; applications: ApplicationService; log: FastifyBaseLogger }) {
+export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; log: FastifyBaseLogger }) {
   const { db, config, log } = deps;
   const background = new Set<Promise<void>>();
   /** The hosted reset page: where links go when the caller's target is not usable. */
   const resetPage = `${config.loginUrl}/reset-password`;
 
+  /** The origins a reset link may lead to: the login origin and FIRST_PARTY_ORIGINS, nothing else. */
+  const firstParty = new Set([originOf(config.loginUrl), ...config.firstPartyOrigins].filter(Boolean) as string[]);
+
   /**
-   * An absolute http(s) URL on a trusted origin (login or API origin, FIRST_PARTY_ORIGINS, an enabled
-   * application's web origin or redirect-URI origin); a path is taken relative to the login origin.
+   * An absolute http(s) URL on a first-party origin (the login origin or FIRST_PARTY_ORIGINS); a path
+   * is taken relative to the login origin. Application origins are never trusted (decisions.md, Recovery).
    */
-  async function trustedTarget(redirectTo: string): Promise<string | undefined> {
+  function trustedTarget(redirectTo: string): string | undefined {
     if (redirectTo.length > 2048 || /[\s\\]/.test(redirectTo)) return undefined;
     let url: URL;
     try {
@@ -49,8 +54,7 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
       return undefined;
     }
     if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.href.length > 2048) return undefined;
-    const own = [originOf(config.loginUrl), originOf(config.baseUrl), ...config.firstPartyOrigins];
-    if (!own.includes(url.origin) && !(await deps.applications.trustedOrigins()).has(url.origin)) return undefined;
+    if (!firstParty.has(url.origin)) return undefined;
     return url.href;
   }
 
@@ -94,9 +98,9 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
 
     /** Checks the target (400 INVALID_REDIRECT) and returns at once; the rest happens in the background. */
     async requestReset(input: { email: string; redirectTo: string }, meta: RequestMeta): Promise<typeof GENERIC_RESET_RESPONSE> {
-      const target = await trustedTarget(input.redirectTo);
+      const target = trustedTarget(input.redirectTo);
       if (!target) {
-        throw new AppError(400, 'INVALID_REDIRECT', 'redirectTo must be a URL on the login origin or on an origin registered by an application');
+        throw new AppError(400, 'INVALID_REDIRECT', 'redirectTo must be a URL on the login origin or on one of the FIRST_PARTY_ORIGINS');
       }
       const email = input.email.trim();
       if (email.length >= 3 && email.length <= 254 && email.includes('@')) inBackground(() => issue(email, target, meta));
@@ -106,8 +110,11 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
     /** Where the mailed link sends the browser: the stored target with ?token, or an error target. */
     async linkTarget(token: string, redirectTo: string | undefined): Promise<string> {
       const row = TOKEN_SHAPE.test(token) ? await resets.findLivePasswordResetToken(db, hashToken(token)) : undefined;
-      if (row) return withParam(row.redirect_to, 'token', token);
-      const fallback = (redirectTo && (await trustedTarget(redirectTo))) || resetPage;
+      // A row stored before targets were first-party only may name an application origin: the token
+      // never goes there; the hosted reset page gets it instead.
+      if (row) return withParam(trustedTarget(row.redirect_to) ?? resetPage, 'token', token);
+      // An invalid link goes back only to a first-party target (the link's, if it is one), never elsewhere.
+      const fallback = (redirectTo && trustedTarget(redirectTo)) || resetPage;
       return withParam(fallback, 'error', 'INVALID_TOKEN');
     },
 

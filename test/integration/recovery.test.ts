@@ -12,7 +12,10 @@ import { hashToken } from '../../src/oauth/tokens.js';
 
 const smtp = await startSmtp();
 t.teardown(() => smtp.close());
-const { app, database, logs } = await buildTestApp(t, { env: { SMTP_URL: smtp.url } });
+// https://account.example is a first-party account page (FIRST_PARTY_ORIGINS); the registered
+// application's origins (https://spa.example, https://app.example) are third parties.
+const FIRST_PARTY = 'https://account.example';
+const { app, database, logs } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, FIRST_PARTY_ORIGINS: FIRST_PARTY } });
 const db = database.db;
 const actor = { actor: 'test' };
 
@@ -24,7 +27,8 @@ const client = await app.services.applications.create(
   { clientName: 'Recovery RP', redirectUris: [redirectUri], allowedWebOrigins: ['https://spa.example'] },
   actor,
 );
-const spaTarget = 'https://spa.example/account/reset?from=mail';
+/** The usual reset target in this file: a first-party account page. */
+const spaTarget = `${FIRST_PARTY}/account/reset?from=mail`;
 
 /** Every reset token and password this file sees; none of them may reach the log. */
 const secrets: string[] = [];
@@ -120,7 +124,7 @@ t.test('a known address gets the generic answer, a mail with a working link, and
   const followed = await follow(link);
   t.equal(followed.statusCode, 302);
   const location = new URL(followed.headers.location as string);
-  t.equal(location.origin + location.pathname, 'https://spa.example/account/reset');
+  t.equal(location.origin + location.pathname, 'https://account.example/account/reset');
   t.equal(location.searchParams.get('from'), 'mail', 'the query of redirectTo is kept');
   t.equal(location.searchParams.get('token'), token, 'the token is passed on');
   t.equal(location.searchParams.get('error'), null);
@@ -225,8 +229,7 @@ t.test('known and unknown addresses take the same time (medians, generous tolera
 t.test('redirectTo: trusted targets', async (t) => {
   const cases: Array<[string, string, string]> = [
     ['the login origin', `${LOGIN_URL}/reset-password`, `${LOGIN_URL}/reset-password`],
-    ['an application web origin (query kept)', 'https://spa.example/r?keep=1', 'https://spa.example/r?keep=1'],
-    ['an application redirect-URI origin', 'https://app.example/reset', 'https://app.example/reset'],
+    ['a FIRST_PARTY_ORIGINS origin (query kept)', 'https://account.example/r?keep=1', 'https://account.example/r?keep=1'],
     ['a relative path (login origin)', '/login/reset-password', `${LOGIN_URL}/reset-password`],
   ];
   for (const [what, redirectTo, expected] of cases) {
@@ -252,20 +255,20 @@ t.test('redirectTo: untrusted targets are refused with 400 INVALID_REDIRECT and 
   const user = await newUser();
   const bad = [
     'https://evil.example/reset',
-    'https://spa.example.evil.example/reset',
-    'http://spa.example/reset',
-    'https://spa.example:8443/reset',
+    'https://account.example.evil.example/reset',
+    'http://account.example/reset',
+    'https://account.example:8443/reset',
     'https://gone.example/reset',
     'https://gone-web.example/reset',
     'javascript:alert(1)',
-    'JavaScript:alert(document.domain)//https://spa.example/',
+    'JavaScript:alert(document.domain)//https://account.example/',
     'data:text/html,<script>alert(1)</script>',
-    'https://user:pass@spa.example/reset',
-    'https://user@spa.example/reset',
+    'https://user:pass@account.example/reset',
+    'https://user@account.example/reset',
     '//evil.example/reset',
     '/\\evil.example/reset',
     'reset-password',
-    'ftp://spa.example/reset',
+    'ftp://account.example/reset',
   ];
   for (const redirectTo of bad) {
     const res = await requestReset(user.email, redirectTo);
@@ -280,6 +283,58 @@ t.test('redirectTo: untrusted targets are refused with 400 INVALID_REDIRECT and 
   t.same(mailsTo(user.email), [], 'no mail was sent');
   t.same(await resetRows(user.id), [], 'no token was made');
   t.same(await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id }), []);
+});
+
+t.test("redirectTo: a registered application's origins are refused (reset tokens stay first-party)", async (t) => {
+  // Issue 12, item 2: whoever registered an application could otherwise have the victim's genuine
+  // reset mail deliver the token to the application's own page.
+  const user = await newUser();
+  const mailsBefore = smtp.mails.length;
+  const thirdParty: Array<[string, string]> = [
+    ["the application's registered web origin", 'https://spa.example/steal-reset'],
+    ["the application's redirect-URI origin", 'https://app.example/steal-reset'],
+    ['the exact registered redirect URI', redirectUri],
+  ];
+  for (const [what, redirectTo] of thirdParty) {
+    for (const email of [user.email, 'nobody-here@example.com']) {
+      const res = await requestReset(email, redirectTo);
+      t.equal(res.statusCode, 400, `${what} (${email})`);
+      t.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      t.same(Object.keys(res.json()).sort(), ['error', 'message'], 'the first-party error body');
+      t.equal(res.json().error, 'INVALID_REDIRECT', what);
+      t.match(res.json().message, /FIRST_PARTY_ORIGINS/);
+    }
+  }
+  await settle();
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(smtp.mails.length, mailsBefore, 'no mail of any kind reached the SMTP server');
+  t.same(await resetRows(user.id), [], 'no token was made');
+  t.same(await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id }), [], 'nothing was looked up or recorded');
+
+  // The first-party targets still work for the same user, with mail.
+  for (const redirectTo of [`${FIRST_PARTY}/reset`, `${LOGIN_URL}/reset-password`, '/login/reset-password']) {
+    const { res, link } = await requestToken(user.email, redirectTo);
+    t.equal(res.statusCode, 200, `${redirectTo} is accepted`);
+    t.equal(new URL(new URL(link).searchParams.get('redirectTo')!).origin, new URL(redirectTo, LOGIN_URL).origin);
+  }
+
+  // The link handler: an invalid link names an application origin -> the hosted page, never the application.
+  const dead = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${'A'.repeat(43)}?redirectTo=${encodeURIComponent('https://spa.example/reset')}` });
+  t.equal(dead.statusCode, 302);
+  t.equal(dead.headers.location, `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`, 'an error redirect goes only to a first-party target');
+
+  // A live token stored with an application target (as before this fix) is handed to the hosted page.
+  const legacy = 'legacy-token-0123456789abcdefghijklmnopqrstu';
+  secrets.push(legacy);
+  await db
+    .insertInto('password_reset_tokens')
+    .values({ token_hash: hashToken(legacy), user_id: user.id, redirect_to: 'https://spa.example/reset', expires_at: new Date(Date.now() + 600_000) })
+    .execute();
+  const followed = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${legacy}` });
+  t.equal(followed.statusCode, 302);
+  const location = new URL(followed.headers.location as string);
+  t.equal(location.origin + location.pathname, `${LOGIN_URL}/reset-password`, 'the token never goes to the application');
+  t.equal(location.searchParams.get('token'), legacy);
 });
 
 t.test('the JSON recovery endpoints are first-party: JSON only, own Origin only', async (t) => {
@@ -311,7 +366,7 @@ t.test('expired tokens', async (t) => {
   const followed = await follow(link);
   t.equal(followed.statusCode, 302);
   const location = new URL(followed.headers.location as string);
-  t.equal(location.origin + location.pathname, 'https://spa.example/account/reset', "to the request's (trusted) redirectTo");
+  t.equal(location.origin + location.pathname, 'https://account.example/account/reset', "to the request's (trusted) redirectTo");
   t.equal(location.searchParams.get('from'), 'mail');
   t.equal(location.searchParams.get('error'), 'INVALID_TOKEN');
   t.equal(location.searchParams.get('token'), null, 'no token on an error redirect');
@@ -421,7 +476,7 @@ t.test('a reset invalidates every other outstanding link of the user', async (t)
 
 t.test('GET with an invalid token: error redirect to the trusted redirectTo, else to the hosted page', async (t) => {
   const cases: Array<[string, string | undefined, string]> = [
-    ['trusted redirectTo', 'https://spa.example/reset?a=1', 'https://spa.example/reset?a=1&error=INVALID_TOKEN'],
+    ['trusted redirectTo', 'https://account.example/reset?a=1', 'https://account.example/reset?a=1&error=INVALID_TOKEN'],
     ['trusted relative redirectTo', '/login/reset-password', `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`],
     ['untrusted redirectTo', 'https://evil.example/reset', `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`],
     ['javascript: redirectTo', 'javascript:alert(1)', `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`],
@@ -444,7 +499,7 @@ t.test('GET with a mangled link (overlong token or redirectTo) still redirects w
   const longToken = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${'a'.repeat(300)}?redirectTo=${encodeURIComponent(spaTarget)}` });
   t.equal(longToken.statusCode, 302, 'an overlong token is just an invalid token');
   t.equal(longToken.headers.location, `${spaTarget}&error=INVALID_TOKEN`);
-  const longTarget = await app.inject({ method: 'GET', url: `/api/auth/reset-password/abc?redirectTo=${encodeURIComponent(`https://spa.example/${'a'.repeat(3000)}`)}` });
+  const longTarget = await app.inject({ method: 'GET', url: `/api/auth/reset-password/abc?redirectTo=${encodeURIComponent(`https://account.example/${'a'.repeat(3000)}`)}` });
   t.equal(longTarget.statusCode, 302, 'an overlong redirectTo is just an unusable one');
   t.equal(longTarget.headers.location, `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`);
 });
@@ -473,10 +528,10 @@ t.test('GET with a valid token ignores a redirectTo changed in the link', async 
   const res = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent('https://app.example/other')}` });
   t.equal(res.statusCode, 302);
   const location = new URL(res.headers.location as string);
-  t.equal(location.origin + location.pathname, 'https://spa.example/account/reset', 'the target checked at request time is used');
+  t.equal(location.origin + location.pathname, 'https://account.example/account/reset', 'the target checked at request time is used');
   t.equal(location.searchParams.get('token'), token);
   const evil = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent('https://evil.example/')}` });
-  t.equal(new URL(evil.headers.location as string).origin, 'https://spa.example', 'never an untrusted target');
+  t.equal(new URL(evil.headers.location as string).origin, 'https://account.example', 'never an untrusted target');
   t.equal((await resetPassword(token, 'new-password-1')).statusCode, 200, 'following the link does not consume the token');
 });
 
