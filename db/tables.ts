@@ -164,6 +164,8 @@ export interface EmailVerificationTokensTable {
   request_id: string | null;
   client_id: string | null;
   redirect_uri: string | null;
+  /** The address the link was mailed to; the link verifies only while it is still the user's address. */
+  email: string;
   created_at: Timestamp;
   expires_at: Date;
   used_at: Date | null;

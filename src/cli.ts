@@ -10,6 +10,9 @@ import { resolveSecretKey } from './secret-key.js';
 import { StaticApplicationsError, loadStaticApplications } from './static-applications.js';
 import { createApplicationService, type ActorContext } from './services/applications.js';
 import { createUserService } from './services/users.js';
+import { passwordChangedNotice } from './services/recovery.js';
+import { createMailer, type Mailer } from './mail/mailer.js';
+import type { FastifyBaseLogger } from 'fastify';
 import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from './services/signing-keys.js';
 import { createUserAccessService } from './services/user-access.js';
 import { openConfiguredDatabase } from '../plugins/infra/db.js';
@@ -408,7 +411,14 @@ async function usersCommand(sub: string | undefined, rest: string[], io: Io): Pr
       case 'update': {
         const ref = one(positionals, 'user id or e-mail');
         if (Object.keys(input).length === 0) throw new UsageError('nothing to update: give at least one option (see idp users --help)');
-        return print(await users.update(ref, input as never, actor()));
+        // A password set here is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl).
+        const mailer = password !== undefined ? cliMailer(config, io) : undefined;
+        if (mailer) users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
+        try {
+          return print(await users.update(ref, input as never, actor()));
+        } finally {
+          await mailer?.close();
+        }
       }
       case 'enable':
       case 'disable':
@@ -421,6 +431,16 @@ async function usersCommand(sub: string | undefined, rest: string[], io: Io): Pr
       }
     }
   });
+}
+
+/** Mail from a CLI command: one attempt (no retries), problems reported on stderr. */
+function cliMailer(config: Config, io: Io): Mailer {
+  const say = (first: unknown, message?: string) => {
+    const detail = first as { reason?: string };
+    io.err(typeof first === 'string' ? first : `${message ?? ''}${detail?.reason ? ` (${detail.reason})` : ''}`);
+  };
+  const log = { info: () => {}, debug: () => {}, trace: () => {}, warn: say, error: say, fatal: say, child: () => log, level: 'info', silent: () => {} };
+  return createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: log as unknown as FastifyBaseLogger, retryDelaysMs: [], logLinks: false });
 }
 
 async function userAccessCommand(sub: 'sessions' | 'grants', values: Values, positionals: string[], io: Io): Promise<void> {

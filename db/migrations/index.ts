@@ -6,6 +6,7 @@ import * as m0002 from './0002-oidc.js';
 import * as m0003 from './0003-token-lifecycle.js';
 import * as m0004 from './0004-recovery.js';
 import * as m0005 from './0005-admin.js';
+import * as m0007 from './0007-verification-address.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -13,6 +14,7 @@ export const migrations: Record<string, Migration> = {
   '0003-token-lifecycle': m0003,
   '0004-recovery': m0004,
   '0005-admin': m0005,
+  '0007-verification-address': m0007,
 };
 
 export const migrationProvider: MigrationProvider = {

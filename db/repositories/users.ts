@@ -18,6 +18,11 @@ export async function findUserById(db: Db, id: string): Promise<UserRow | undefi
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The row, locked until the transaction ends (call inside one). */
+export async function lockUserById(db: Db, id: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return db
     .selectFrom('users')

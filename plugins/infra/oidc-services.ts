@@ -13,7 +13,7 @@ import { createRefreshGrant } from '../../src/services/refresh-grant.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
 import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, type SigningKeyService } from '../../src/services/signing-keys.js';
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
-import { createRecoveryService, type RecoveryService } from '../../src/services/recovery.js';
+import { createRecoveryService, passwordChangedNotice, type RecoveryService } from '../../src/services/recovery.js';
 import { createAdminSetupService, type AdminSetupService } from '../../src/services/admin-setup.js';
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
@@ -67,6 +67,8 @@ export default fp(
     app.decorate('accounts', accounts);
     const recovery = createRecoveryService({ db: app.db, config, mailer, log: app.log });
     app.decorate('recovery', recovery);
+    // A password set by an operator (admin API, admin web) is announced like a completed reset.
+    app.services.users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
     app.decorate('adminSetup', createAdminSetupService({ db: app.db, config, sessions }));
     app.decorate('authorization', authorization);
     app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));

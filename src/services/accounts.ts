@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import { findUserByEmail, findUserById, insertUser, updateUserRow } from '../../db/repositories/users.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { consumeEmailVerificationToken, insertEmailVerificationToken } from '../../db/repositories/email-verification.js';
+import { consumeEmailVerificationToken, insertEmailVerificationToken, markAddressVerified } from '../../db/repositories/email-verification.js';
 import type { UserRow } from '../../db/tables.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -32,6 +32,8 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
     await insertEmailVerificationToken(db, {
       token_hash: hashToken(token),
       user_id: user.id,
+      // The link verifies this address only: after an e-mail change it is dead (issue 12, item 3).
+      email: user.email,
       request_id: pending.requestId ?? null,
       client_id: pending.clientId ?? null,
       redirect_uri: pending.redirectUri ?? null,
@@ -108,7 +110,7 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
       return db.transaction().execute(async (trx) => {
         const row = await consumeEmailVerificationToken(trx, hashToken(token));
         if (!row) return undefined;
-        const user = await updateUserRow(trx, row.user_id, { email_verified: true });
+        const user = await markAddressVerified(trx, row.user_id, row.email);
         if (!user) return undefined;
         await appendAuditEvent(trx, { type: 'user.email_verified', userId: user.id, clientId: row.client_id });
         return { user, requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };

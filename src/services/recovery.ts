@@ -11,23 +11,27 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { revokeAllUserTokens } from '../../db/repositories/authorization.js';
 import * as resets from '../../db/repositories/password-reset.js';
-import { revokeUserSessions } from '../../db/repositories/sessions.js';
 import { findUserByEmail, findUserById, updateUserRow } from '../../db/repositories/users.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import type { Mailer } from '../mail/mailer.js';
+import type { Mailer, MailMessage } from '../mail/mailer.js';
 import { passwordChangedMail, passwordResetMail } from '../mail/templates.js';
 import { originOf } from '../oauth/redirect-uri.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, passwordLengthProblem } from '../passwords.js';
 import type { RequestMeta } from './accounts.js';
+import { revokeUserAccess } from './revocation.js';
 
 export const GENERIC_RESET_RESPONSE = {
   status: true as const,
   message: 'If this email exists in our system, check your email for the reset link',
 };
+
+/** The "your password was changed" mail: after a reset and after an operator's change alike. */
+export function passwordChangedNotice(config: Pick<Config, 'loginUrl'>, email: string): MailMessage {
+  return passwordChangedMail(email, new Date(), `${config.loginUrl}/forgot-password`);
+}
 
 export const invalidResetToken = () => new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
@@ -138,17 +142,13 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
         if (!current || current.disabled) return undefined;
         // Following a link mailed to the address proves the address too.
         const updated = await updateUserRow(trx, row.user_id, { password_hash: passwordHash, email_verified: true });
-        const sessions = await revokeUserSessions(trx, row.user_id);
-        const grants = await revokeAllUserTokens(trx, row.user_id);
-        await resets.revokeUserPasswordResetTokens(trx, row.user_id);
-        for (const sessionId of sessions) {
-          await appendAuditEvent(trx, { type: 'session.revoked', userId: row.user_id, ip: meta.ip, detail: { sessionId, reason: 'password_reset' } });
-        }
-        await appendAuditEvent(trx, { type: 'password_reset.completed', userId: row.user_id, ip: meta.ip, detail: { sessionsRevoked: sessions.length, grantsRevoked: grants } });
+        // The same revocation as an operator's password change (src/services/revocation.ts).
+        const { sessionIds, grants } = await revokeUserAccess(trx, row.user_id, { reason: 'password_reset', ip: meta.ip });
+        await appendAuditEvent(trx, { type: 'password_reset.completed', userId: row.user_id, ip: meta.ip, detail: { sessionsRevoked: sessionIds.length, grantsRevoked: grants } });
         return updated;
       });
       if (!user) throw invalidResetToken();
-      deps.mailer.sendInBackground(passwordChangedMail(user.email, new Date(), `${config.loginUrl}/forgot-password`));
+      deps.mailer.sendInBackground(passwordChangedNotice(config, user.email));
     },
 
     /** Waits for background requests (tests, shutdown). */

@@ -1,9 +1,19 @@
-// User management: the one implementation behind the admin API and the CLI.
+// User management: the one implementation behind the admin API, the admin web and the CLI.
+// Account changes revoke (decisions.md, "Pending authorization requests and account changes"), in the
+// transaction of the change:
+//  - a new password ends every session and revokes every token, code and reset link, as a completed
+//    reset does (revokeUserAccess), and a "your password was changed" mail goes to the address the
+//    account had before the change (onPasswordChanged listeners, after the commit);
+//  - disabling does the same revocation, so that enabling again brings nothing back;
+//  - a new e-mail address kills the reset and verification links (bound to the old address anyway)
+//    and clears email_verified, unless the same change sets emailVerified.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { UserRow } from '../../db/tables.js';
 import * as repo from '../../db/repositories/users.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { deleteUserEmailVerificationTokens } from '../../db/repositories/email-verification.js';
+import { revokeUserPasswordResetTokens } from '../../db/repositories/password-reset.js';
 import { UserCreateSchema, UserUpdateSchema, type User, type UserCreate, type UserUpdate } from '../../schemas/admin.js';
 import { conflict, notFound, validationError, type FieldProblem } from '../errors.js';
 import { webUrlProblem } from '../oauth/redirect-uri.js';
@@ -11,6 +21,7 @@ import { hashPassword } from '../passwords.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { ActorContext, Page } from './applications.js';
+import { revokeUserAccess } from './revocation.js';
 
 export interface UserServiceDeps {
   db: Db;
@@ -48,6 +59,8 @@ const emailTaken = (email: string) => conflict('EMAIL_TAKEN', `A user with the e
 
 export function createUserService(deps: UserServiceDeps) {
   const { db } = deps;
+  /** Told (after the commit) the address a password was changed for: the mail goes out from there. */
+  const passwordListeners: Array<(email: string) => void> = [];
 
   /** By id, or by e-mail address when the reference contains an @ (handy in the CLI). */
   async function findRow(ref: string): Promise<UserRow | undefined> {
@@ -119,9 +132,15 @@ export function createUserService(deps: UserServiceDeps) {
     const id = await resolveId(ref);
     const passwordHash = input.password ? await hashPassword(input.password) : undefined;
     try {
-      return await db.transaction().execute(async (trx) => {
+      const { user, previousEmail } = await db.transaction().execute(async (trx) => {
+        // Locked, so that what changed is judged against the row this change replaces.
+        const before = await repo.lockUserById(trx, id);
+        if (!before) throw notFound('USER_NOT_FOUND', `No user ${ref}`);
+        const emailChanged = input.email !== undefined && input.email !== before.email;
         const row = await repo.updateUserRow(trx, id, {
           ...(input.email !== undefined && { email: input.email }),
+          // A new address is not verified, unless this same change says it is.
+          ...(emailChanged && input.emailVerified === undefined && { email_verified: false }),
           ...(passwordHash !== undefined && { password_hash: passwordHash }),
           ...(input.name !== undefined && { name: input.name }),
           ...(input.givenName !== undefined && { given_name: input.givenName }),
@@ -141,8 +160,18 @@ export function createUserService(deps: UserServiceDeps) {
           userId: id,
           detail: { fields: Object.keys(input) },
         });
-        return toUser(row);
+        if (passwordHash !== undefined || input.disabled === true) {
+          await revokeUserAccess(trx, id, { reason: passwordHash !== undefined ? 'password_changed' : 'user_disabled', actor: context.actor, ip: context.ip });
+        }
+        if (emailChanged) {
+          // Links mailed to the old address must not reset or verify the account at the new one.
+          await revokeUserPasswordResetTokens(trx, id);
+          await deleteUserEmailVerificationTokens(trx, id);
+        }
+        return { user: toUser(row), previousEmail: before.email };
       });
+      if (passwordHash !== undefined) for (const listener of passwordListeners) listener(previousEmail);
+      return user;
     } catch (error) {
       if (isUniqueViolation(error)) throw emailTaken(input.email ?? '');
       throw error;
@@ -159,6 +188,10 @@ export function createUserService(deps: UserServiceDeps) {
   }
 
   return {
+    /** Called after a committed password change with the account's address before the change. */
+    onPasswordChanged(listener: (email: string) => void) {
+      passwordListeners.push(listener);
+    },
     get,
     list,
     create,

@@ -1,0 +1,38 @@
+// Ending everything a user holds, one implementation for every path that must (decisions.md,
+// "Pending authorization requests and account changes"): a completed password reset, a password set
+// by an operator (admin API, admin web, CLI) and disabling a user. Call it inside the transaction of
+// the change it follows, so that the change and the revocation commit together.
+//  - every browser session ends (session.revoked, one per session, with the reason);
+//  - every grant is revoked with its access and refresh tokens, offline ones included, and every code
+//    not yet exchanged is deleted (token.revoked, one per live grant, with its application);
+//  - every outstanding password-reset link dies (a link mailed before the change must not undo it).
+// Nothing of this comes back later: re-enabling a user gives them no session and no token.
+import type { Db } from '../../db/create-db.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { listUserGrants, revokeAllUserTokens } from '../../db/repositories/authorization.js';
+import { revokeUserPasswordResetTokens } from '../../db/repositories/password-reset.js';
+import { revokeUserSessions } from '../../db/repositories/sessions.js';
+
+export type RevocationReason = 'password_reset' | 'password_changed' | 'user_disabled';
+
+export interface RevocationContext {
+  reason: RevocationReason;
+  /** Who made the change (an operator), when it was not the user. */
+  actor?: string | null | undefined;
+  ip?: string | null | undefined;
+}
+
+export async function revokeUserAccess(trx: Db, userId: string, context: RevocationContext): Promise<{ sessionIds: string[]; grants: number }> {
+  const sessionIds = await revokeUserSessions(trx, userId);
+  const liveGrants = (await listUserGrants(trx, userId)).filter((g) => !g.revoked_at);
+  const grants = await revokeAllUserTokens(trx, userId);
+  await revokeUserPasswordResetTokens(trx, userId);
+  const common = { actor: context.actor ?? null, ip: context.ip ?? null, userId };
+  for (const sessionId of sessionIds) {
+    await appendAuditEvent(trx, { type: 'session.revoked', ...common, detail: { sessionId, reason: context.reason } });
+  }
+  for (const grant of liveGrants) {
+    await appendAuditEvent(trx, { type: 'token.revoked', ...common, clientId: grant.client_id, detail: { grantId: grant.id, reason: context.reason } });
+  }
+  return { sessionIds, grants };
+}
