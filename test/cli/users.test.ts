@@ -5,6 +5,8 @@ import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
 import type { User } from '../../schemas/admin.js';
 import { createDatabase } from '../../db/create-db.js';
 import { buildTestApp } from '../helpers/app.js';
+import { signInWithInject } from '../helpers/flow.js';
+import { readFileSync } from 'node:fs';
 
 // Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
 t.setTimeout(300_000);
@@ -127,4 +129,52 @@ t.test('users create --admin: an admin who signs in to the admin web, and no set
     await app.close();
     await handle.close();
   }
+});
+
+t.test('users update --password-stdin and users disable revoke, like the admin API (issue 12, items 3-4)', { timeout: 280_000 }, async (t) => {
+  const cli = await cliContext(t);
+  const email = 'carol@example.com';
+  const first = 'carol-first-password-1';
+  const second = 'carol-second-password-2';
+  exits(t, await cli.run(['users', 'create', '--email', email, '--verified', '--password-stdin'], { input: `${first}\n` }), 0);
+
+  /** The same database in this process, between CLI runs (each releases it when it exits). */
+  async function withApp<T>(fn: (app: Awaited<ReturnType<typeof buildTestApp>>['app']) => Promise<T>): Promise<T> {
+    const handle = await createDatabase(cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') });
+    const { app } = await buildTestApp({ teardown: () => {} }, { database: { ...handle, dispose: () => handle.close() } });
+    try {
+      return await fn(app);
+    } finally {
+      await app.close();
+      await handle.close();
+    }
+  }
+  const signIn = (password: string) =>
+    withApp(async (app) => {
+      const { res, jar } = await signInWithInject(app, email, password);
+      t.equal(res.statusCode, 303, 'signed in');
+      return jar['idp.session']!;
+    });
+  const sessionState = (cookie: string) =>
+    withApp(async (app) => ({
+      live: Boolean(await app.sessions.resolve(cookie)),
+      reasons: (await app.services.audit.list({ type: 'session.revoked' })).items.map((e) => `${e.actor?.replace(/:.*/, '')}:${e.detail.reason}`),
+    }));
+
+  const cookie = await signIn(first);
+  const update = await cli.run(['users', 'update', email, '--password-stdin'], { input: `${second}\n` });
+  exits(t, update, 0);
+  t.notOk((update.stdout + update.stderr).includes(second), 'the password is not printed');
+  const outbox = readFileSync(join(cli.dataDir, 'outbox.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; subject: string });
+  t.same(outbox.map((m) => [m.to, m.subject]), [[email, 'Your password was changed']], 'the "password changed" mail (outbox without SMTP_URL)');
+  let state = await sessionState(cookie);
+  t.equal(state.live, false, 'the session from before the CLI password change is over');
+  t.same(state.reasons, ['cli:password_changed']);
+
+  const again = await signIn(second);
+  exits(t, await cli.run(['users', 'disable', email]), 0);
+  exits(t, await cli.run(['users', 'enable', email]), 0);
+  state = await sessionState(again);
+  t.equal(state.live, false, 'disable then enable: the old session does not come back');
+  t.same(state.reasons.sort(), ['cli:password_changed', 'cli:user_disabled']);
 });

@@ -790,6 +790,8 @@ t.test('users: search, view, disable, enable, verify, revoke sessions, revoke gr
   t.equal(res.headers.location, `${base}?done=enabled`);
   t.equal((await app.services.users.get(bob.id)).disabled, false);
   t.equal((await new Agent(app).signIn('bob@example.com', password)).statusCode, 303, 'enabled: can sign in again');
+  t.equal((await bobBrowser.get('/login/')).statusCode, 303, 'but the session from before the disable stays ended (issue 12, item 4)');
+  t.ok((await events(app, 'session.revoked', { userId: bob.id })).some((e) => e.actor === actor && e.detail.reason === 'user_disabled'), 'session.revoked says why');
   t.equal((await events(app, 'user.updated', { userId: bob.id })).length, 3);
 
   // An admin cannot lock themselves out.
