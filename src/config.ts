@@ -17,11 +17,16 @@ const Url = (description: string) =>
 
 /** Rate-limit rules (decisions.md, Limits): the default count per window and what it is keyed by. */
 export const RATE_LIMIT_RULES = {
-  TOKEN: { limit: 60, windowSeconds: 60, what: 'token and cookie token endpoints, per client_id and IP' },
+  TOKEN: { limit: 60, windowSeconds: 60, what: 'token and cookie token endpoints, per known client_id and IP' },
+  TOKEN_IP: { limit: 300, windowSeconds: 60, what: 'token and cookie token endpoints, per IP, before the client is looked up' },
   AUTHORIZE: { limit: 60, windowSeconds: 60, what: 'authorize endpoint, per IP' },
   SIGN_IN_IP: { limit: 10, windowSeconds: 60, what: 'sign-in, per IP' },
-  SIGN_IN_EMAIL: { limit: 5, windowSeconds: 60, what: 'sign-in, per e-mail address' },
+  SIGN_IN_EMAIL: { limit: 5, windowSeconds: 900, what: 'failed sign-ins per e-mail address before growing delays, and how long failures count' },
+  SIGN_IN_DEVICE: { limit: 10, windowSeconds: 900, what: 'failed sign-ins per trusted browser (device cookie) and account before it loses its trust' },
   SIGN_UP_IP: { limit: 10, windowSeconds: 60, what: 'sign-up, per IP' },
+  SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600, what: 'sign-up (and its mail), per target e-mail address' },
+  RESEND_IP: { limit: 10, windowSeconds: 900, what: 'verification mail resends, per IP' },
+  RESEND_ACCOUNT: { limit: 3, windowSeconds: 900, what: 'verification mail resends, per account' },
   RESET_REQUEST_IP: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per IP' },
   RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per e-mail address' },
   RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900, what: 'reset-password, per IP' },
@@ -126,6 +131,9 @@ export const EnvSchema = Type.Object({
     description: 'on or off (off switches every rate limit off, for load tests and conformance runs)',
   }),
   ...rateLimitVariables(),
+  RATE_LIMIT_MAX_KEYS: Type.Integer({ minimum: 100, maximum: 10_000_000, default: 100_000, description: 'a whole number from 100 to 10000000 (windows kept in memory per rate-limit rule)' }),
+  SIGN_IN_DELAY_FIRST: Seconds(1, 'the first delay after the free failed sign-ins of an account'),
+  SIGN_IN_DELAY_MAX: Seconds(60, 'the longest delay between failed sign-ins of an account'),
 });
 
 export type Env = Static<typeof EnvSchema>;
@@ -160,7 +168,14 @@ export interface Config {
   firstPartyOrigins: string[];
   /** Waits before each retry of a failed mail, in milliseconds. */
   mailRetryDelaysMs: number[];
-  rateLimits: { enabled: boolean; rules: Record<RateLimitRule, RateLimitSetting> };
+  rateLimits: {
+    enabled: boolean;
+    rules: Record<RateLimitRule, RateLimitSetting>;
+    /** Windows kept in memory per rule (each rule has a store of its own). */
+    maxKeys: number;
+    /** Per-account sign-in delays past SIGN_IN_EMAIL's free failures: first, doubling up to max. */
+    signInDelay: { firstSeconds: number; maxSeconds: number };
+  };
   ttl: {
     accessToken: number;
     idToken: number;
@@ -316,6 +331,8 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     rules[name] = { limit: limit!, windowSeconds: windowSeconds! };
   }
 
+  if (parsed.SIGN_IN_DELAY_FIRST > parsed.SIGN_IN_DELAY_MAX) problem('SIGN_IN_DELAY_FIRST', 'at most SIGN_IN_DELAY_MAX');
+
   const port = parsed.PORT;
   const baseUrl = stripSlash(parsed.BASE_URL ?? `http://localhost:${port}`);
   const cookieSecure = parsed.COOKIE_SECURE ?? baseUrl.startsWith('https://');
@@ -352,7 +369,12 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     corsCacheSeconds: parsed.CORS_CACHE_TTL,
     firstPartyOrigins,
     mailRetryDelaysMs: parsed.MAIL_RETRY_DELAYS === 'none' ? [] : parsed.MAIL_RETRY_DELAYS.split(',').map((s) => Math.round(Number(s) * 1000)),
-    rateLimits: { enabled: parsed.RATE_LIMITS === 'on', rules },
+    rateLimits: {
+      enabled: parsed.RATE_LIMITS === 'on',
+      rules,
+      maxKeys: parsed.RATE_LIMIT_MAX_KEYS,
+      signInDelay: { firstSeconds: parsed.SIGN_IN_DELAY_FIRST, maxSeconds: parsed.SIGN_IN_DELAY_MAX },
+    },
     ttl: {
       accessToken: parsed.ACCESS_TOKEN_TTL,
       idToken: parsed.ID_TOKEN_TTL,

@@ -67,7 +67,7 @@ export default fp(
         request.bearer = result;
         request.corsClientId = result.clientId;
         // 600/min per access token (decisions.md): counted once the token is known to be real.
-        app.rateLimit(reply, 'BEARER', result.token.token_hash);
+        await app.rateLimit(reply, 'BEARER', result.token.token_hash);
         const missing = required.filter((s) => !result.scopes.includes(s));
         if (missing.length) {
           return reply

@@ -1,45 +1,155 @@
-// Rate limits of the abuse-prone endpoints (decisions.md, Limits): app.rateLimit(reply, rule, key)
+// Rate limits of the abuse-prone endpoints (decisions.md, Limits): await app.rateLimit(reply, rule, key)
 // counts one hit and, over the limit, answers 429 with Retry-After through the route's own error
 // format (AppError JSON, the OAuth body, or an HTML page). RATE_LIMITS=off turns every rule off.
+// Each rule has a limiter and a bounded store of its own (src/rate-limit.ts): a flood of keys on one
+// rule can never evict another rule's windows.
+//
+// Sign-in (app.signInLimits.attempt) is special (issue 12, item 5; OWASP ASVS 5.0 V6.3, the OWASP
+// authentication cheat sheet): nobody may lock a chosen account out.
+// - Per IP: every attempt counts (SIGN_IN_IP), as before.
+// - Per account: only FAILED sign-ins count (SIGN_IN_EMAIL). An attempt reserves a failure up front
+//   and gets it back when it succeeds (so parallel guesses cannot slip past the count). The first
+//   failures are free; from then on each failure opens a delay (SIGN_IN_DELAY_FIRST, doubling up to
+//   SIGN_IN_DELAY_MAX) during which further attempts get 429 + Retry-After without a password check.
+//   Refused attempts do not count, so the delays never grow into a long block.
+// - A browser with a device cookie for the account (set on a successful sign-in, it outlives sign-out)
+//   is judged only by its own budget (SIGN_IN_DEVICE); the account's delays do not apply to it, and its
+//   failures do not add to them. Past its budget it is an unknown browser again.
+// Everything is keyed by the e-mail key, never by a lookup: nothing tells whether an account exists.
 import fp from 'fastify-plugin';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import '@fastify/cookie';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config, RateLimitRule } from '../../src/config.js';
+import { RATE_LIMIT_RULES } from '../../src/config.js';
+import { createDeviceCookies, DEVICE_COOKIE_MAX_AGE_SECONDS } from '../../src/device-cookie.js';
 import { AppError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/rate-limit.js';
+import { BoundedMemoryLimiter, emailKey, ipKey, retryAfterSeconds } from '../../src/rate-limit.js';
 
 export class RateLimitError extends AppError {
-  constructor(readonly retryAfterSeconds: number) {
-    super(429, 'TOO_MANY_REQUESTS', `Too many requests; try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`);
+  constructor(
+    readonly retryAfterSeconds: number,
+    message = `Too many requests; try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`,
+  ) {
+    super(429, 'TOO_MANY_REQUESTS', message);
     this.name = 'RateLimitError';
   }
 }
 
+export interface SignInLimits {
+  /**
+   * Runs a sign-in (`run` throws INVALID_CREDENTIALS on a wrong e-mail or password) under the sign-in
+   * limits; throws RateLimitError (429, Retry-After set) when the attempt may not be made now. On
+   * success it sets the device cookie for this account on the route's own path.
+   */
+  attempt<T>(request: FastifyRequest, reply: FastifyReply, email: string, run: () => Promise<T>): Promise<T>;
+  /** The device cookie's name. */
+  readonly cookieName: string;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Counts a hit for this rule and key; throws RateLimitError (429, Retry-After set) over the limit. */
-    rateLimit(reply: FastifyReply, rule: RateLimitRule, key: string): void;
-    rateLimiter: RateLimiter;
+    /**
+     * Counts a hit for this rule and key; throws RateLimitError (429, Retry-After set) over the limit.
+     * Key IP rules by ipKey(request.ip). `message` words the refusal (it gets the seconds to wait).
+     */
+    rateLimit(reply: FastifyReply, rule: RateLimitRule, key: string, message?: (seconds: number) => string): Promise<void>;
+    /** One limiter (and store) per rule. */
+    rateLimiters: Record<RateLimitRule, BoundedMemoryLimiter>;
+    signInLimits: SignInLimits;
   }
 }
 
 export default fp(
   async function rateLimitPlugin(app: FastifyInstance, { config }: { config: Config }) {
-    const limiter = new RateLimiter();
-    const { enabled, rules } = config.rateLimits;
+    const { enabled, rules, maxKeys, signInDelay } = config.rateLimits;
     if (!enabled) {
       app.log.warn('RATE LIMITS ARE OFF (RATE_LIMITS=off): sign-in, password reset and token endpoints are open to brute force. Use this only for load tests and conformance runs.');
     }
-    app.decorate('rateLimiter', limiter);
-    app.decorate('rateLimit', (reply: FastifyReply, rule: RateLimitRule, key: string) => {
-      if (!enabled) return;
-      const { limit, windowSeconds } = rules[rule];
-      const result = limiter.hit(`${rule}\u0000${key}`, limit, windowSeconds);
-      if (result.allowed) return;
-      reply.header('retry-after', String(result.retryAfterSeconds));
-      reply.request.log.warn({ rateLimit: rule }, 'rate limit exceeded');
-      throw new RateLimitError(result.retryAfterSeconds);
+    const limiters = Object.fromEntries(
+      (Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]).map((rule) => [rule, new BoundedMemoryLimiter({ points: rules[rule].limit, duration: rules[rule].windowSeconds, maxKeys })]),
+    ) as Record<RateLimitRule, BoundedMemoryLimiter>;
+    // The open delay of each account: one slot, taken for the length of the delay it opens.
+    const delays = new BoundedMemoryLimiter({ points: 1, duration: signInDelay.maxSeconds, maxKeys });
+    app.decorate('rateLimiters', limiters);
+    app.addHook('onClose', async () => {
+      for (const limiter of [...Object.values(limiters), delays]) limiter.close();
     });
-    app.addHook('onClose', async () => limiter.close());
+
+    function refuse(reply: FastifyReply, rule: string, seconds: number, message?: (seconds: number) => string): never {
+      reply.header('retry-after', String(seconds));
+      reply.request.log.warn({ rateLimit: rule }, 'rate limit exceeded');
+      throw new RateLimitError(seconds, message?.(seconds));
+    }
+
+    /** consume() that answers a refusal with the RateLimiterRes (never throws it). */
+    async function consume(limiter: BoundedMemoryLimiter, key: string, options?: { customDuration: number }): Promise<RateLimiterRes | undefined> {
+      try {
+        await limiter.consume(key, 1, options);
+        return undefined;
+      } catch (error) {
+        if (error instanceof RateLimiterRes) return error;
+        throw error;
+      }
+    }
+
+    async function rateLimit(reply: FastifyReply, rule: RateLimitRule, key: string, message?: (seconds: number) => string) {
+      if (!enabled) return;
+      const refused = await consume(limiters[rule], key);
+      if (refused) refuse(reply, rule, retryAfterSeconds(refused), message);
+    }
+    app.decorate('rateLimit', rateLimit);
+
+    const devices = createDeviceCookies(config.secretKey!);
+    const cookieName = config.cookieSecure ? '__Secure-idp.device' : 'idp.device';
+
+    async function attempt<T>(request: FastifyRequest, reply: FastifyReply, email: string, run: () => Promise<T>): Promise<T> {
+      if (!enabled) return run();
+      await rateLimit(reply, 'SIGN_IN_IP', ipKey(request.ip));
+      const account = emailKey(email);
+      const tag = devices.tag(account);
+      const device = devices.read(request.cookies[cookieName]);
+
+      // Whose budget this attempt spends: the trusted browser's, or the account's.
+      let counted: { limiter: BoundedMemoryLimiter; key: string } | undefined;
+      if (device?.tags.includes(tag)) {
+        const key = `${device.nonce}:${tag}`;
+        if (!(await consume(limiters.SIGN_IN_DEVICE, key))) counted = { limiter: limiters.SIGN_IN_DEVICE, key };
+      }
+      if (!counted) {
+        const failures = await limiters.SIGN_IN_EMAIL.penalty(account);
+        const free = rules.SIGN_IN_EMAIL.limit;
+        if (failures.consumedPoints >= free) {
+          const steps = Math.min(failures.consumedPoints - free, 30);
+          const delay = Math.min(signInDelay.maxSeconds, signInDelay.firstSeconds * 2 ** steps);
+          const busy = await consume(delays, account, { customDuration: delay });
+          if (busy) {
+            await limiters.SIGN_IN_EMAIL.reward(account);
+            refuse(reply, 'SIGN_IN_EMAIL', retryAfterSeconds(busy));
+          }
+        }
+        counted = { limiter: limiters.SIGN_IN_EMAIL, key: account };
+      }
+
+      let result: T;
+      try {
+        result = await run();
+      } catch (error) {
+        // Only a wrong e-mail or password is a failure; anything else gives the reservation back.
+        if (!(error instanceof AppError && error.code === 'INVALID_CREDENTIALS')) await counted.limiter.reward(counted.key);
+        throw error;
+      }
+      await counted.limiter.reward(counted.key);
+      reply.setCookie(cookieName, devices.write(device, tag), {
+        path: request.routeOptions.url ?? request.url.split('?')[0]!,
+        httpOnly: true,
+        secure: config.cookieSecure,
+        sameSite: config.cookieSameSite,
+        maxAge: DEVICE_COOKIE_MAX_AGE_SECONDS,
+      });
+      return result;
+    }
+    app.decorate('signInLimits', { attempt, cookieName });
   },
   { name: 'rate-limit' },
 );

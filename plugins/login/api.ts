@@ -11,7 +11,7 @@ import { originOf } from '../../src/oauth/redirect-uri.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { decisionLocation } from '../oidc/authorize.js';
 import { ErrorSchema } from '../../schemas/common.js';
-import { emailKey } from '../../src/rate-limit.js';
+import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
 
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
@@ -64,9 +64,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/sign-in',
     { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
     async (request, reply) => {
-      app.rateLimit(reply, 'SIGN_IN_IP', request.ip);
-      app.rateLimit(reply, 'SIGN_IN_EMAIL', emailKey(request.body.email));
-      const { sessionToken } = await app.accounts.signIn(request.body, meta(request));
+      const { sessionToken } = await app.signInLimits.attempt(request, reply, request.body.email, () => app.accounts.signIn(request.body, meta(request)));
       setSession(reply, sessionToken);
       if (request.body.request) await app.authorization.markLoginCompleted(request.body.request);
       return { status: true as const, ...(request.body.request && { redirectTo: continueUrl(request.body.request) }) };
@@ -77,7 +75,8 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/sign-up',
     { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), name: Type.Optional(Type.String({ maxLength: 200 })), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 201: Redirect, ...errors } } },
     async (request, reply) => {
-      app.rateLimit(reply, 'SIGN_UP_IP', request.ip);
+      await app.rateLimit(reply, 'SIGN_UP_IP', ipKey(request.ip));
+      await app.rateLimit(reply, 'SIGN_UP_EMAIL', emailKey(request.body.email));
       const requestId = request.body.request;
       const found = requestId ? await app.authorization.pendingRequest(requestId) : undefined;
       if (requestId && !found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
@@ -106,8 +105,8 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       },
     },
     async (request, reply) => {
-      app.rateLimit(reply, 'RESET_REQUEST_IP', request.ip);
-      app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(request.body.email));
+      await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
+      await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(request.body.email));
       return app.recovery.requestReset(request.body, meta(request));
     },
   );
@@ -132,7 +131,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       },
     },
     async (request, reply) => {
-      app.rateLimit(reply, 'RESET_PASSWORD_IP', request.ip);
+      await app.rateLimit(reply, 'RESET_PASSWORD_IP', ipKey(request.ip));
       await app.recovery.resetPassword(request.body, meta(request));
       return { status: true as const };
     },

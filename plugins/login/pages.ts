@@ -13,7 +13,7 @@ import { sendDecision } from '../oidc/authorize.js';
 import { securityHeaders } from './security.js';
 import * as views from './views.js';
 import { createCsrf } from './csrf.js';
-import { emailKey } from '../../src/rate-limit.js';
+import { emailKey, ipKey } from '../../src/rate-limit.js';
 
 const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String({ maxLength: 2048 }))]));
 const RequestQuery = Type.Object({ request: Type.Optional(Type.String({ maxLength: 128 })) });
@@ -103,10 +103,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const requestId = first(form.request) || undefined;
     const found = await pending(requestId);
     const email = first(form.email) ?? '';
-    app.rateLimit(reply, 'SIGN_IN_IP', request.ip);
-    app.rateLimit(reply, 'SIGN_IN_EMAIL', emailKey(email));
     try {
-      const { sessionToken } = await app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request));
+      const { sessionToken } = await app.signInLimits.attempt(request, reply, email, () => app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request)));
       setSession(reply, sessionToken);
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
@@ -127,7 +125,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   app.post('/sign-up', { schema: { body: Form } }, async (request, reply) => {
     const form = request.body;
     checkCsrf(request, form);
-    app.rateLimit(reply, 'SIGN_UP_IP', request.ip);
+    await app.rateLimit(reply, 'SIGN_UP_IP', ipKey(request.ip));
+    await app.rateLimit(reply, 'SIGN_UP_EMAIL', emailKey(first(form.email) ?? ''));
     const requestId = first(form.request) || undefined;
     const found = await pending(requestId);
     const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
@@ -174,6 +173,9 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const found = await pending(requestId);
     const ctx = await requireSession(request, reply, requestId);
     if (!ctx) return reply;
+    const again = (seconds: number) => `A link was sent a moment ago. You can ask again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
+    await app.rateLimit(reply, 'RESEND_IP', ipKey(request.ip), again);
+    await app.rateLimit(reply, 'RESEND_ACCOUNT', ctx.user.id, again);
     if (!ctx.user.email_verified) {
       await app.accounts.sendVerification(ctx.user, found ? { requestId, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
     }
@@ -221,8 +223,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) {
       return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), email, error: 'Enter a valid e-mail address' }), 400);
     }
-    app.rateLimit(reply, 'RESET_REQUEST_IP', request.ip);
-    app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
+    await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
+    await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
     await app.recovery.requestReset({ email, redirectTo: app.recovery.resetPage }, meta(request));
     return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true }));
   });
@@ -237,7 +239,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   });
   app.post('/reset-password', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
-    app.rateLimit(reply, 'RESET_PASSWORD_IP', request.ip);
+    await app.rateLimit(reply, 'RESET_PASSWORD_IP', ipKey(request.ip));
     const token = first(request.body.token) ?? '';
     const newPassword = first(request.body.newPassword) ?? '';
     const again = (errors: Record<string, string>) => page(reply, views.resetPasswordPage({ loginPath, csrf: csrfToken(request, reply), token, errors }), 400);

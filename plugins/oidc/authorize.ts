@@ -4,6 +4,7 @@ import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import { OAuthError } from '../../src/oauth/errors.js';
+import { ipKey } from '../../src/rate-limit.js';
 import type { Decision, RawParams } from '../../src/services/authorization.js';
 import { renderAuthorizeError, toOAuthError } from './errors.js';
 import { documentOnly, HtmlPage, OAuthErrorSchema, Redirect } from '../../schemas/oauth.js';
@@ -41,7 +42,7 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
   app.setErrorHandler((error, request, reply) => renderAuthorizeError(request, reply, toOAuthError(error as never, request), loginPath));
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
-    app.rateLimit(reply, 'AUTHORIZE', request.ip);
+    await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
     const decision = await app.authorization.authorize(params, await app.currentSession(request));
     return sendDecision(reply, decision, config.loginUrl);
   };

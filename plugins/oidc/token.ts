@@ -3,6 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../../src/oauth/errors.js';
+import { ipKey } from '../../src/rate-limit.js';
 import type { RawParams, TokenResponse } from '../../src/services/authorization.js';
 import { OAuthParamsSchema } from './authorize.js';
 import { formParams, setUpClientEndpoint } from './client-endpoint.js';
@@ -16,9 +17,12 @@ export async function grantTokens(app: FastifyInstance, request: FastifyRequest,
   const clientId = body.client_id as string | undefined;
   if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
   if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
-  app.rateLimit(reply, 'TOKEN', `${clientId.slice(0, 256)}\u0000${request.ip}`);
+  // Per IP before the lookup; per client and IP only for a known, enabled client, so made-up
+  // client_ids never become rate-limit keys (issue 12, item 7).
+  await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
   const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
   if (!client) throw new OAuthError('invalid_client', 'unknown client');
+  if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
   if (body.client_secret) throw new OAuthError('invalid_client', 'this client is public and has no client secret');
 
   if (grantType === 'authorization_code') {

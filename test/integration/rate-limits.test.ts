@@ -10,6 +10,7 @@ import { buildTestApp, testConfig } from '../helpers/app.js';
 import { obtainCode, obtainTokens } from '../helpers/flow.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { ConfigError } from '../../src/config.js';
+import { startSmtp } from '../helpers/smtp.js';
 
 const LIMITS = {
   RATE_LIMIT_TOKEN: '3/60',
@@ -428,15 +429,271 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
   // The defaults are decisions.md's table, and the limits are on unless switched off.
   const defaults = testConfig({ RATE_LIMITS: '' });
   t.equal(defaults.rateLimits.enabled, true, 'on by default');
+  // Issue 12: SIGN_IN_EMAIL counts failures only (5 free per 15 minutes, then growing delays), and the
+  // rules for the device budget, sign-up mail per address, resends and token requests per IP are new.
   t.same(defaults.rateLimits.rules, {
     TOKEN: { limit: 60, windowSeconds: 60 },
+    TOKEN_IP: { limit: 300, windowSeconds: 60 },
     AUTHORIZE: { limit: 60, windowSeconds: 60 },
     SIGN_IN_IP: { limit: 10, windowSeconds: 60 },
-    SIGN_IN_EMAIL: { limit: 5, windowSeconds: 60 },
+    SIGN_IN_EMAIL: { limit: 5, windowSeconds: 900 },
+    SIGN_IN_DEVICE: { limit: 10, windowSeconds: 900 },
     SIGN_UP_IP: { limit: 10, windowSeconds: 60 },
+    SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600 },
+    RESEND_IP: { limit: 10, windowSeconds: 900 },
+    RESEND_ACCOUNT: { limit: 3, windowSeconds: 900 },
     RESET_REQUEST_IP: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60 },
     RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },
     BEARER: { limit: 600, windowSeconds: 60 },
   });
+  t.equal(defaults.rateLimits.maxKeys, 100_000, 'windows kept per rule');
+  t.same(defaults.rateLimits.signInDelay, { firstSeconds: 1, maxSeconds: 60 });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Issue 12, items 5-7: limits that cannot be turned against the victim.
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const merge = (jar: Record<string, string>, res: LightMyRequestResponse) => {
+  const out = { ...jar };
+  for (const c of res.cookies as Array<{ name: string; value: string; maxAge?: number }>) {
+    if (c.maxAge === 0 || c.value === '') delete out[c.name];
+    else out[c.name] = c.value;
+  }
+  return out;
+};
+
+/** A browser (cookie jar at one address) signing in on the hosted page. */
+async function pageSignIn(server: FastifyInstance, jar: Record<string, string>, email: string, password: string, ip: string) {
+  const form = await server.inject({ method: 'GET', url: '/login/sign-in', cookies: jar, remoteAddress: ip });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+  const withCsrf = merge(jar, form);
+  const res = await server.inject({
+    method: 'POST',
+    url: '/login/sign-in',
+    remoteAddress: ip,
+    cookies: withCsrf,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ csrf, email, password }).toString(),
+  });
+  return { res, jar: merge(withCsrf, res) };
+}
+
+const GUARDED = {
+  RATE_LIMITS: 'on',
+  ...LIMITS,
+  RATE_LIMIT_SIGN_IN_IP: '3/60',
+  RATE_LIMIT_SIGN_IN_EMAIL: '3/900',
+  RATE_LIMIT_SIGN_IN_DEVICE: '3/900',
+  SIGN_IN_DELAY_FIRST: '1',
+  SIGN_IN_DELAY_MAX: '2',
+};
+
+t.test('a flood of failed sign-ins from elsewhere does not stop the owner\'s browser (device cookie)', async (t) => {
+  // Long delays here, so that "the account is in a delay" holds for the whole test.
+  const guarded = (await buildTestApp(t, { env: { ...GUARDED, SIGN_IN_DELAY_FIRST: '30', SIGN_IN_DELAY_MAX: '30' }, database })).app;
+  const victim = await user('device-owner@example.com');
+  const home = newIp();
+
+  // The owner signs in once from this browser: a device cookie for the login path, kept a long time.
+  const first = await pageSignIn(guarded, {}, victim.email, PASSWORD, home);
+  t.equal(first.res.statusCode, 303, 'the owner signs in');
+  const device = (first.res.cookies as Array<{ name: string; value: string; path?: string; httpOnly?: boolean; maxAge?: number }>).find((c) => c.name === 'idp.device');
+  t.ok(device, 'a device cookie is set on a successful sign-in');
+  t.equal(device?.path, '/login/sign-in', 'on the sign-in path of the hosted pages');
+  t.equal(device?.httpOnly, true, 'HttpOnly');
+  t.ok((device?.maxAge ?? 0) >= 180 * 24 * 3600, `long-lived (${device?.maxAge} s)`);
+  t.notMatch(device?.value ?? '', /device-owner|example/i, 'it does not carry the address');
+
+  // Signing out ends the session, not the device cookie.
+  const csrf = first.jar['idp.csrf']!;
+  const out = await guarded.inject({ method: 'POST', url: '/login/sign-out', remoteAddress: home, cookies: first.jar, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf }).toString() });
+  t.equal(out.statusCode, 200);
+  const browser = merge(first.jar, out);
+  t.ok(browser['idp.device'], 'the device cookie outlives sign-out');
+  t.notOk(browser[guarded.sessionCookieName], 'the session is gone');
+
+  // Someone who knows the address guesses from many addresses.
+  const flood: number[] = [];
+  for (let i = 0; i < 20; i++) flood.push((await json(guarded, '/api/auth/sign-in', { email: victim.email, password: `guess-${i}` }, newIp())).statusCode);
+  t.same(flood.slice(0, 3), [401, 401, 401], 'the free failures, and the one that opens the delay');
+  t.ok(flood.slice(3).every((c) => c === 429), `then 429 for every unknown browser (${flood.join(',')})`);
+  check429(t, await pageSignIn(guarded, {}, victim.email, PASSWORD, newIp()).then((r) => r.res), 30, 'even the right password from an unknown browser waits');
+
+  // The owner's browser is judged by its own budget: a typo is a plain 401, the right password works.
+  const typo = await pageSignIn(guarded, browser, victim.email, 'my-typo', home);
+  t.equal(typo.res.statusCode, 401, 'a typo from the trusted browser is a 401, not a 429');
+  const again = await pageSignIn(guarded, typo.jar, victim.email, PASSWORD, newIp());
+  t.equal(again.res.statusCode, 303, 'the right password from the trusted browser signs in during the delay');
+  t.ok(again.jar[guarded.sessionCookieName], 'with a session');
+
+  // A device cookie is for the account it names: another account gets no trust from it.
+  const other = await user('device-bystander@example.com');
+  for (let i = 0; i < 5; i++) await json(guarded, '/api/auth/sign-in', { email: other.email, password: `guess-${i}` }, newIp());
+  const notTrusted = await pageSignIn(guarded, again.jar, other.email, PASSWORD, newIp());
+  t.equal(notTrusted.res.statusCode, 429, 'the cookie gives no trust for another account');
+
+  // The browser's own budget (3 failures here, one spent on the typo): past it, it is an unknown browser again.
+  let jar = again.jar;
+  const own: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await pageSignIn(guarded, jar, victim.email, `typo-${i}`, newIp());
+    own.push(r.res.statusCode);
+    jar = r.jar;
+  }
+  t.same(own, [401, 401, 429], 'the trusted browser has a budget of its own; past it the account\'s delay applies');
+
+  // The JSON sign-in sets its own device cookie, scoped to its path, and honours it the same way.
+  const api = await user('device-api@example.com');
+  const apiOk = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp());
+  t.equal(apiOk.statusCode, 200);
+  const apiDevice = (apiOk.cookies as Array<{ name: string; value: string; path?: string }>).find((c) => c.name === 'idp.device');
+  t.equal(apiDevice?.path, '/api/auth/sign-in', 'the JSON sign-in\'s device cookie is on its own path');
+  for (let i = 0; i < 5; i++) await json(guarded, '/api/auth/sign-in', { email: api.email, password: `guess-${i}` }, newIp());
+  check429(t, await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp()), 30, 'an unknown client waits');
+  const trustedApi = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp(), { cookie: `idp.device=${apiDevice?.value}` });
+  t.equal(trustedApi.statusCode, 200, 'the JSON sign-in with its device cookie is not delayed');
+  const forged = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp(), { cookie: `idp.device=${apiDevice?.value.slice(0, -2)}xx` });
+  t.equal(forged.statusCode, 429, 'a forged device cookie gives no trust');
+});
+
+t.test('without a device cookie the owner gets short, growing delays, not a long block; successes do not count', async (t) => {
+  const guarded = (await buildTestApp(t, { env: GUARDED, database })).app;
+  const victim = await user('delayed-owner@example.com');
+  const attempt = (password: string) => json(guarded, '/api/auth/sign-in', { email: victim.email, password }, newIp());
+
+  // Successful sign-ins are not failures: far more than the 3 free failures, all 200.
+  const successes: number[] = [];
+  for (let i = 0; i < 6; i++) successes.push((await attempt(PASSWORD)).statusCode);
+  t.same(successes, [200, 200, 200, 200, 200, 200], 'successful sign-ins do not count');
+
+  // Failures 1 and 2 are free; the 3rd opens a 1 s delay, the 4th 2 s, then 2 s (the maximum here).
+  t.same([(await attempt('wrong-1')).statusCode, (await attempt('wrong-2')).statusCode, (await attempt('wrong-3')).statusCode], [401, 401, 401]);
+  const first = await attempt('wrong-4');
+  check429(t, first, 2, 'during the first delay');
+  t.equal(first.headers['retry-after'], '1', 'the first delay is 1 s');
+  t.equal(first.json().error, 'TOO_MANY_REQUESTS');
+  await sleep(1_100);
+  t.equal((await attempt('wrong-4')).statusCode, 401, 'after the delay the next guess is judged');
+  const second = await attempt('wrong-5');
+  t.equal(second.headers['retry-after'], '2', 'the next delay is longer');
+  await sleep(2_100);
+  t.equal((await attempt('wrong-5')).statusCode, 401);
+  const third = await attempt('wrong-6');
+  check429(t, third, 2, 'the delays stop growing at SIGN_IN_DELAY_MAX');
+
+  // The owner, in a new browser, waits out the delay and signs in: no long block.
+  const owner = await attempt(PASSWORD);
+  check429(t, owner, 2, 'the owner from an unknown browser waits at most SIGN_IN_DELAY_MAX');
+  await sleep(Math.min(Number(owner.headers['retry-after']) || 0, 3) * 1000 + 100);
+  t.equal((await attempt(PASSWORD)).statusCode, 200, 'and then signs in');
+
+  // Parallel guesses cannot slip past the count: one fresh account, ten guesses at once.
+  const burst = await user('burst-target@example.com');
+  const codes = await Promise.all(Array.from({ length: 10 }, (_, i) => json(guarded, '/api/auth/sign-in', { email: burst.email, password: `burst-${i}` }, newIp()).then((r) => r.statusCode)));
+  t.equal(codes.filter((c) => c === 401).length, 3, `3 guesses judged (2 free, 1 opening the delay), the rest refused (${codes.join(',')})`);
+
+  // Unknown addresses behave the same (nothing tells whether an account exists).
+  const series = async (email: string) => {
+    const out: number[] = [];
+    for (let i = 0; i < 5; i++) out.push((await json(guarded, '/api/auth/sign-in', { email, password: `x-${i}` }, newIp())).statusCode);
+    return out;
+  };
+  const known = await user('existing-target@example.com');
+  t.same(await series('no-such-account@example.com'), await series(known.email), 'the same answers for an unknown address');
+});
+
+t.test('the verification resend is limited per account and per IP, with the cooldown on the page', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const guarded = (await buildTestApp(t, { env: { ...GUARDED, SMTP_URL: smtp.url, RATE_LIMIT_RESEND_ACCOUNT: '2/900', RATE_LIMIT_RESEND_IP: '3/900', RATE_LIMIT_SIGN_UP_IP: '10/60' }, database })).app;
+  const ip = newIp();
+
+  async function signUp(email: string, from: string) {
+    const page = await guarded.inject({ method: 'GET', url: '/login/sign-up', remoteAddress: from });
+    const jar = merge({}, page);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
+    const res = await guarded.inject({ method: 'POST', url: '/login/sign-up', remoteAddress: from, cookies: jar, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf, email, password: 'a-long-password-1', name: 'R' }).toString() });
+    t.equal(res.statusCode, 303, `${email} signs up`);
+    return { jar: merge(jar, res), csrf };
+  }
+  const resend = (browser: { jar: Record<string, string>; csrf: string }, from: string) =>
+    guarded.inject({ method: 'POST', url: '/login/verify-email/resend', remoteAddress: from, cookies: browser.jar, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf: browser.csrf }).toString() });
+
+  const alice = await signUp('resend-alice@example.com', ip);
+  const sent = [await resend(alice, ip), await resend(alice, newIp())];
+  t.same(sent.map((r) => r.statusCode), [200, 200], 'two resends pass');
+  const limited = await resend(alice, newIp());
+  check429(t, limited, 900, 'a third resend for the account');
+  t.ok(isHtml(limited), 'an HTML page');
+  const seconds = limited.headers['retry-after'];
+  t.match(limited.body, new RegExp(`You can ask again in ${seconds} seconds?`), 'the page says when to ask again');
+  await guarded.mailer.drain();
+  t.equal(smtp.mails.filter((m) => m.to.includes('resend-alice@example.com')).length, 3, 'the sign-up mail and two resends, no more');
+
+  // Per IP (3 here): other accounts from the same address share the IP's budget.
+  const bob = await signUp('resend-bob@example.com', ip);
+  t.same([(await resend(bob, ip)).statusCode, (await resend(bob, ip)).statusCode], [200, 200], 'the IP\'s second and third resends');
+  const carol = await signUp('resend-carol@example.com', ip);
+  const byIp = await resend(carol, ip);
+  check429(t, byIp, 900, 'resends per IP, for an account that has not asked yet');
+  t.match(byIp.body, /You can ask again in \d+ seconds?/);
+});
+
+t.test('sign-up mail is limited per target address (and per IP), with the cooldown in the answer', async (t) => {
+  const guarded = (await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_SIGN_UP_EMAIL: '2/3600', RATE_LIMIT_SIGN_UP_IP: '10/60' }, database })).app;
+  const target = 'Flooded-Inbox@example.com';
+  const codes = [];
+  for (const email of [target, target.toLowerCase()]) codes.push((await json(guarded, '/api/auth/sign-up', { email, password: 'a-long-password-1' }, newIp())).statusCode);
+  t.same(codes, [201, 409], 'the first sign-up, then the address is taken');
+  const limited = await json(guarded, '/api/auth/sign-up', { email: target.toUpperCase(), password: 'a-long-password-1' }, newIp());
+  check429(t, limited, 3600, 'a third sign-up for the same address from anywhere');
+  t.equal(limited.json().error, 'TOO_MANY_REQUESTS');
+  t.match(limited.json().message, /try again in \d+ seconds?/);
+
+  const pageTarget = 'page-flooded@example.com';
+  for (let i = 0; i < 2; i++) await hostedPost(guarded, '/login/sign-up', { email: pageTarget, password: 'a-long-password-1', name: 'P' }, newIp());
+  const page = await hostedPost(guarded, '/login/sign-up', { email: pageTarget, password: 'a-long-password-1', name: 'P' }, newIp());
+  check429(t, page, 3600, 'the hosted sign-up for the same address');
+  t.ok(isHtml(page));
+  t.match(page.body, new RegExp(`try again in ${page.headers['retry-after']} seconds?`), 'the page says when to try again');
+});
+
+t.test('token endpoints: per IP before the client lookup; made-up client_ids never evict a real client\'s window', async (t) => {
+  const guarded = await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_TOKEN: '3/60', RATE_LIMIT_TOKEN_IP: '1000/60', RATE_LIMIT_MAX_KEYS: '100' }, database });
+  const server = guarded.app;
+  const ip = newIp();
+  for (let i = 0; i < 3; i++) t.equal((await token(garbageRefresh(client.clientId), ip, server)).json().error, 'invalid_grant');
+  check429(t, await token(garbageRefresh(client.clientId), ip, server), 60, 'the real client\'s window is exhausted');
+
+  const before = server.rateLimiters.TOKEN.store.size;
+  const junkIp = newIp();
+  for (let i = 0; i < 300; i++) {
+    const res = await token(garbageRefresh(`made-up-${i}-${'z'.repeat(20)}`), i % 2 ? junkIp : ip, server);
+    if (res.statusCode !== 401) t.fail(`made-up client ${i}: ${res.statusCode} ${res.body}`);
+  }
+  t.equal(server.rateLimiters.TOKEN.store.size, before, 'made-up client_ids make no per-client keys');
+  t.ok(server.rateLimiters.TOKEN_IP.store.size <= 100, 'the per-IP store is bounded on its own');
+  check429(t, await token(garbageRefresh(client.clientId), ip, server), 60, 'the real client\'s exhausted window survived the flood');
+
+  // The per-IP rule is counted before the client is looked up.
+  const tight = (await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_TOKEN_IP: '5/60' }, database })).app;
+  const flooder = newIp();
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) statuses.push((await token(garbageRefresh(`junk-${i}`), flooder, tight)).statusCode);
+  t.same(statuses, [401, 401, 401, 401, 401, 429], 'made-up client_ids from one IP hit the per-IP limit');
+  const cookieFlood = await form(tight, '/api/auth/oauth2/token/cookie', { grant_type: 'authorization_code', code: 'nope', code_verifier: 'v'.repeat(43), client_id: 'junk-cookie', redirect_uri: redirectUri }, flooder, { origin: ORIGIN });
+  check429(t, cookieFlood, 60, 'the cookie token endpoint shares it');
+  t.equal(cookieFlood.json().error, 'temporarily_unavailable');
+});
+
+t.test('IPv6 clients are keyed by their /64', async (t) => {
+  const guarded = (await buildTestApp(t, { env: GUARDED, database })).app;
+  const prefix = `2001:db8:${(nextIp++).toString(16)}:1`;
+  for (let i = 1; i <= 3; i++) {
+    t.equal((await json(guarded, '/api/auth/sign-in', { email: `v6-${i}@example.com`, password: 'wrong' }, `${prefix}::${i}`)).statusCode, 401, `address ${i} of the /64`);
+  }
+  check429(t, await json(guarded, '/api/auth/sign-in', { email: 'v6-4@example.com', password: 'wrong' }, `${prefix}:ffff:ffff:ffff:ffff`), 60, 'another address in the same /64 shares the count');
+  t.equal((await json(guarded, '/api/auth/sign-in', { email: 'v6-5@example.com', password: 'wrong' }, `${prefix}0::1`)).statusCode, 401, 'the next /64 has its own');
 });

@@ -126,7 +126,8 @@ t.test('mail retries, first-party origins and rate limits', async (t) => {
   t.same(defaults.mailRetryDelaysMs, [5000, 30000, 120000]);
   t.same(defaults.firstPartyOrigins, []);
   t.equal(defaults.rateLimits.enabled, true);
-  t.same(defaults.rateLimits.rules.SIGN_IN_EMAIL, { limit: 5, windowSeconds: 60 });
+  // Issue 12: failed sign-ins per e-mail (5 free per 15 minutes, then delays of 1 s doubling up to 60 s).
+  t.same(defaults.rateLimits.rules.SIGN_IN_EMAIL, { limit: 5, windowSeconds: 900 });
   t.same(defaults.rateLimits.rules.RESET_PASSWORD_IP, { limit: 10, windowSeconds: 900 });
   t.same(defaults.rateLimits.rules.BEARER, { limit: 600, windowSeconds: 60 });
 
@@ -142,4 +143,34 @@ t.test('mail retries, first-party origins and rate limits', async (t) => {
     loadConfig({ MAIL_RETRY_DELAYS: '1,,2', FIRST_PARTY_ORIGINS: 'https://app.example.com/path', RATE_LIMITS: 'sometimes', RATE_LIMIT_SIGN_IN_IP: '0/60' }, cwd),
   ) as ConfigError;
   t.same(error.problems.map((p) => p.name).sort(), ['FIRST_PARTY_ORIGINS', 'MAIL_RETRY_DELAYS', 'RATE_LIMITS', 'RATE_LIMIT_SIGN_IN_IP']);
+});
+
+t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memory per rule', async (t) => {
+  const defaults = loadConfig({}, cwd);
+  t.same(defaults.rateLimits.signInDelay, { firstSeconds: 1, maxSeconds: 60 });
+  t.equal(defaults.rateLimits.maxKeys, 100_000);
+  t.same(defaults.rateLimits.rules.SIGN_IN_DEVICE, { limit: 10, windowSeconds: 900 });
+  t.same(defaults.rateLimits.rules.SIGN_UP_EMAIL, { limit: 3, windowSeconds: 3600 });
+  t.same(defaults.rateLimits.rules.RESEND_IP, { limit: 10, windowSeconds: 900 });
+  t.same(defaults.rateLimits.rules.RESEND_ACCOUNT, { limit: 3, windowSeconds: 900 });
+  t.same(defaults.rateLimits.rules.TOKEN_IP, { limit: 300, windowSeconds: 60 });
+
+  const custom = loadConfig({ SIGN_IN_DELAY_FIRST: '2', SIGN_IN_DELAY_MAX: '300', RATE_LIMIT_MAX_KEYS: '5000', RATE_LIMIT_RESEND_ACCOUNT: '1/60', RATE_LIMIT_SIGN_IN_DEVICE: '20/600' }, cwd);
+  t.same(custom.rateLimits.signInDelay, { firstSeconds: 2, maxSeconds: 300 });
+  t.equal(custom.rateLimits.maxKeys, 5000);
+  t.same(custom.rateLimits.rules.RESEND_ACCOUNT, { limit: 1, windowSeconds: 60 });
+  t.same(custom.rateLimits.rules.SIGN_IN_DEVICE, { limit: 20, windowSeconds: 600 });
+
+  const names = (env: Record<string, string>) => {
+    try {
+      loadConfig(env, cwd);
+      return [];
+    } catch (error) {
+      return (error as ConfigError).problems.map((p) => p.name).sort();
+    }
+  };
+  t.same(names({ SIGN_IN_DELAY_FIRST: '10', SIGN_IN_DELAY_MAX: '5' }), ['SIGN_IN_DELAY_FIRST'], 'the first delay may not exceed the longest');
+  t.same(names({ SIGN_IN_DELAY_FIRST: '0', SIGN_IN_DELAY_MAX: 'soon' }), ['SIGN_IN_DELAY_FIRST', 'SIGN_IN_DELAY_MAX']);
+  t.same(names({ RATE_LIMIT_MAX_KEYS: '10' }), ['RATE_LIMIT_MAX_KEYS'], 'at least 100 windows per rule');
+  t.same(names({ RATE_LIMIT_RESEND_IP: '0/60', RATE_LIMIT_SIGN_UP_EMAIL: 'x' }), ['RATE_LIMIT_RESEND_IP', 'RATE_LIMIT_SIGN_UP_EMAIL']);
 });
