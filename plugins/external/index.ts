@@ -1,5 +1,6 @@
 // /api/external/*: the stable namespace for third parties. A new route is one file with one
-// `onRequest: app.requireScopes(...)` line, registered here.
+// `preValidation: app.requireScopes(...)` line (preValidation: the hook sees a form body, so a token
+// sent there as well as in the header is refused), registered here.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import meRoute from './me.js';
 import { AppError } from '../../src/errors.js';

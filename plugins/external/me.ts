@@ -9,7 +9,7 @@ const meRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/me',
     {
-      onRequest: app.requireScopes('openid'),
+      preValidation: app.requireScopes('openid'),
       schema: {
         response: {
           200: Claims,

@@ -1,8 +1,11 @@
 // Bearer authentication for /api/external/* (the spec's Authentication rules 1-4, in that order):
 // header present; Bearer scheme (any case); the token in the access-token store by hash, not expired,
 // not revoked, of an enabled application and a user who is not disabled; then the scopes. A cookie
-// session never authenticates these routes.
-//   401 { error: "UNAUTHORIZED" } + WWW-Authenticate: Bearer [error="invalid_token"]
+// session never authenticates these routes. Tokens count only in the Authorization header; a request
+// that also carries `access_token` in the query string or a form body uses two methods, which RFC 6750
+// §2 forbids: it is refused before any lookup (401 here, 400 invalid_request on UserInfo). A token in the
+// query or body alone is simply no token (401, bare challenge).
+//   401 { error: "UNAUTHORIZED" } + WWW-Authenticate: Bearer [error="invalid_token" | error="invalid_request"]
 //   403 { error: "FORBIDDEN", missingScopes } + WWW-Authenticate: Bearer error="insufficient_scope", scope="..."
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -25,7 +28,10 @@ declare module 'fastify' {
     bearer?: BearerAuth;
   }
   interface FastifyInstance {
+    /** A preValidation hook (it sees the form body): authenticates the bearer token, then checks the scopes. */
     requireScopes(...scopes: string[]): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** The same for UserInfo: a token sent two ways is 400 invalid_request (RFC 6750 §3.1), not 401. */
+    requireUserInfoScopes(...scopes: string[]): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
 }
 
@@ -37,6 +43,16 @@ function unauthorized(reply: FastifyReply, tokenSent: boolean) {
     .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
     .header('cache-control', 'no-store')
     .send({ error: 'UNAUTHORIZED' });
+}
+
+// ASCII only: it goes into a header and an RFC 6749 §5.2 error_description.
+const TWO_WAYS = 'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)';
+
+/** `access_token` in the query string or the form body, next to the Authorization header. */
+function tokenAlsoElsewhere(request: FastifyRequest): boolean {
+  const has = (o: unknown) => typeof o === 'object' && o !== null && Object.prototype.hasOwnProperty.call(o, 'access_token');
+  const formBody = /^application\/x-www-form-urlencoded/i.test(String(request.headers['content-type'] ?? ''));
+  return has(request.query) || (formBody && has(request.body));
 }
 
 export default fp(
@@ -60,8 +76,10 @@ export default fp(
       return { token, scopes: splitScope(token.scope), clientId: token.client_id, userId: token.user_id, user };
     }
 
-    app.decorate('requireScopes', (...required: string[]) => {
+    function hook(required: string[], twoWays: (reply: FastifyReply) => FastifyReply) {
       return async function requireScopes(request: FastifyRequest, reply: FastifyReply) {
+        // A Bearer header plus a token elsewhere: refused without looking either up.
+        if (/^Bearer(\s|$)/i.test(request.headers.authorization ?? '') && tokenAlsoElsewhere(request)) return twoWays(reply.header('cache-control', 'no-store'));
         const result = await authenticate(request);
         if (result === 'missing' || result === 'invalid') return unauthorized(reply, result === 'invalid');
         request.bearer = result;
@@ -77,7 +95,19 @@ export default fp(
             .send({ error: 'FORBIDDEN', missingScopes: missing });
         }
       };
-    });
+    }
+
+    app.decorate('requireScopes', (...required: string[]) =>
+      hook(required, (reply) => reply.code(401).header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`).send({ error: 'UNAUTHORIZED' })),
+    );
+    app.decorate('requireUserInfoScopes', (...required: string[]) =>
+      hook(required, (reply) =>
+        reply
+          .code(400)
+          .header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`)
+          .send({ error: 'invalid_request', error_description: TWO_WAYS }),
+      ),
+    );
   },
   { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit'] },
 );

@@ -60,6 +60,8 @@ async function tokensFor(jar: Jar, scope: string, server: FastifyInstance = app)
     code_challenge_method: 'S256',
   });
   let res = await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, cookies: jar });
+  // The pending request is bound to this browser by a cookie set here.
+  jar = { ...jar, ...cookiesOf(res) };
   let location = new URL(String(res.headers.location));
   if (location.pathname === '/login/consent') {
     const page = await server.inject({ method: 'GET', url: `${location.pathname}${location.search}`, cookies: jar });
@@ -334,6 +336,7 @@ t.test('userinfo: a disabled user or application is 401', async (t) => {
     cookies: other.jar,
   });
   const consentUrl = new URL(String(authorize.headers.location));
+  other.jar = { ...other.jar, ...cookiesOf(authorize) };
   const page = await app.inject({ method: 'GET', url: `${consentUrl.pathname}${consentUrl.search}`, cookies: other.jar });
   const allowed = await app.inject({
     method: 'POST',
@@ -382,3 +385,84 @@ t.test(
     }
   },
 );
+
+t.test('userinfo: a token sent two ways is 400 invalid_request, refused without a lookup (RFC 6750 §2, §3.1)', async (t) => {
+  const { jar } = await signedInUser('two-ways');
+  const { access_token: token } = await tokensFor(jar, 'openid');
+  const form = { ...bearer(token), 'content-type': 'application/x-www-form-urlencoded' };
+  const cases: Array<[string, Record<string, string>, { method?: 'GET' | 'POST'; url?: string; payload?: string }]> = [
+    ['GET: header and query', bearer(token), { url: `${USERINFO}?access_token=${token}` }],
+    ['GET: header and an empty query parameter', bearer(token), { url: `${USERINFO}?access_token=` }],
+    ['POST: header and query', bearer(token), { method: 'POST', url: `${USERINFO}?access_token=${token}` }],
+    ['POST: header and form body', form, { method: 'POST', payload: `access_token=${token}` }],
+    ['POST: header and a different token in the form body', form, { method: 'POST', payload: 'access_token=other&x=1' }],
+  ];
+  for (const [label, headers, options] of cases) {
+    const res = await userinfo(headers, options);
+    t.equal(res.statusCode, 400, label);
+    t.same(Object.keys(res.json()).sort(), ['error', 'error_description'], `${label}: the OAuth error body`);
+    t.equal(res.json().error, 'invalid_request', label);
+    t.match(res.headers['www-authenticate'], /^Bearer error="invalid_request", error_description="[\x20-\x21\x23-\x5B\x5D-\x7E]+"$/, `${label}: RFC 6750 §3 challenge`);
+    t.equal(res.headers['cache-control'], 'no-store', label);
+    t.notMatch(res.body, /"sub"/, `${label}: no claims`);
+  }
+  t.equal((await userinfo(bearer(token))).statusCode, 200, 'the header alone still works');
+  t.equal((await userinfo(form, { method: 'POST', payload: 'x=1' })).statusCode, 200, 'a form body without access_token is fine');
+  expect401(t, await userinfo({}, { url: `${USERINFO}?access_token=${token}` }), { tokenSent: false, label: 'the query alone is no token, as before' });
+
+  // No lookup: an app whose database is gone answers 400, not 500.
+  const broken = await buildTestApp(t);
+  await broken.database.close();
+  const res = await broken.app.inject({ method: 'GET', url: `${USERINFO}?access_token=${token}`, headers: bearer(token) });
+  t.equal(res.statusCode, 400, 'the closed database is never reached');
+  t.equal(res.json().error, 'invalid_request');
+});
+
+t.test('userinfo CORS: preflight 204 for any registered origin; actual answers readable by the token client\'s origins only', async (t) => {
+  const spa = await app.services.applications.create(
+    { clientName: 'UserInfo SPA', redirectUris: ['https://spa-ui.example.com/cb'], allowedWebOrigins: ['https://spa-ui.example.com'] },
+    actor,
+  );
+  const otherApp = await app.services.applications.create({ clientName: 'Other SPA', redirectUris: ['https://other-ui.example.com/cb'], allowedWebOrigins: ['https://other-ui.example.com'] }, actor);
+  const { jar } = await signedInUser('cors');
+  // tokensFor speaks for the file's client; register an origin for it too.
+  await app.services.applications.update(client.clientId, { allowedWebOrigins: ['https://rp.example.com'] }, actor);
+  const { access_token: token } = await tokensFor(jar, 'openid');
+
+  for (const origin of ['https://rp.example.com', 'https://spa-ui.example.com', 'https://other-ui.example.com']) {
+    const pre = await app.inject({ method: 'OPTIONS', url: USERINFO, headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } });
+    t.equal(pre.statusCode, 204, `preflight from ${origin}`);
+    t.equal(pre.headers['access-control-allow-origin'], origin);
+    t.equal(pre.headers['access-control-allow-methods'], 'GET, POST, OPTIONS');
+    t.equal(pre.headers['access-control-allow-headers'], 'Authorization, Content-Type');
+    t.notOk(pre.headers['access-control-allow-credentials']);
+    t.match(pre.headers.vary, /Origin/);
+  }
+  for (const origin of ['https://evil.example', undefined]) {
+    const denied = await app.inject({ method: 'OPTIONS', url: USERINFO, headers: { ...(origin && { origin }), 'access-control-request-method': 'GET' } });
+    t.equal(denied.statusCode, 204);
+    t.notOk(denied.headers['access-control-allow-origin'], `no CORS for ${origin ?? 'no origin'}`);
+  }
+
+  for (const method of ['GET', 'POST'] as const) {
+    const own = await userinfo({ ...bearer(token), origin: 'https://rp.example.com' }, { method });
+    t.equal(own.statusCode, 200, method);
+    t.equal(own.headers['access-control-allow-origin'], 'https://rp.example.com', `${method}: the token's client's origin may read it`);
+    t.match(own.headers.vary, /Origin/);
+    t.notOk(own.headers['access-control-allow-credentials']);
+    for (const origin of ['https://spa-ui.example.com', 'https://evil.example']) {
+      const res = await userinfo({ ...bearer(token), origin }, { method });
+      t.equal(res.statusCode, 200);
+      t.notOk(res.headers['access-control-allow-origin'], `${method} from ${origin}: not readable`);
+      t.match(res.headers.vary, /Origin/);
+    }
+  }
+  const unknown = await userinfo({ ...bearer(generateToken()), origin: 'https://spa-ui.example.com' });
+  t.equal(unknown.statusCode, 401);
+  t.equal(unknown.headers['access-control-allow-origin'], 'https://spa-ui.example.com', 'a 401 that speaks for no client is readable by registered origins, as on /api/external/*');
+  t.notOk((await userinfo({ ...bearer(generateToken()), origin: 'https://evil.example' })).headers['access-control-allow-origin']);
+
+  await app.services.applications.setEnabled(spa.clientId, false, actor);
+  await app.services.applications.setEnabled(otherApp.clientId, false, actor);
+  await app.services.applications.update(client.clientId, { allowedWebOrigins: [] }, actor);
+});
