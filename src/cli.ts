@@ -15,6 +15,8 @@ import { createMailer, type Mailer } from './mail/mailer.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from './services/signing-keys.js';
 import { createUserAccessService } from './services/user-access.js';
+import { createAdminSetupService } from './services/admin-setup.js';
+import { createSessionService } from './services/sessions.js';
 import { openConfiguredDatabase } from '../plugins/infra/db.js';
 import { DataDirBusyError } from '../db/data-dir-lock.js';
 import { listMigrations, migrateToLatest, MigrationError } from '../db/migrate.js';
@@ -41,6 +43,7 @@ Commands:
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
   keys <subcommand>      signing keys: list, rotate, retire
+  admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default
 
 Global options:
@@ -82,6 +85,12 @@ Options for create and update:
   --post-verification-path PATH   path on the app's origin after e-mail verification
   --scope SCOPE                   allowed scope; repeat (default: openid profile email offline_access)
   --disabled / --enabled          create disabled, or enable/disable on update`,
+  admin: `Usage: idp admin setup-link [--json]
+
+  setup-link   while no admin user exists, print a one-time link (ADMIN_URL/setup?token=...) that
+               creates the first admin; it works once, for ADMIN_SETUP_TTL seconds. The link is printed
+               here only, never logged. In development the server prints one at start as well.
+               Alternative: idp users create --admin --email EMAIL --password-stdin`,
   keys: `Usage: idp keys <list|rotate|retire> [options]
 
   list                 published keys: next (published, not signing), current (signing), retired
@@ -494,6 +503,25 @@ async function keysCommand(sub: string | undefined, rest: string[], io: Io): Pro
   });
 }
 
+async function adminCommand(sub: string | undefined, rest: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(rest, {});
+  if (values.help || !sub) return io.out(HELP.admin!);
+  if (sub !== 'setup-link') throw new UsageError(`unknown subcommand "admin ${sub}" (see idp admin --help)`);
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const config = loadCliConfig(io);
+  await withDatabase(config, 'idp admin setup-link', async ({ db }) => {
+    const sessions = createSessionService({ db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
+    const link = await createAdminSetupService({ db, config, sessions }).issueLink();
+    if (!link) {
+      throw new AppError(409, 'ADMIN_EXISTS', `an admin exists already: sign in at ${config.adminUrl}, or make a user an admin with idp users update <email> --admin`);
+    }
+    const expiresAt = new Date(Date.now() + config.ttl.adminSetup * 1000).toISOString();
+    if (values.json) return io.out(JSON.stringify({ link, expiresAt }));
+    io.err(`Open this link to create the first admin. It works once, until ${expiresAt}:`);
+    io.out(link);
+  });
+}
+
 async function migrateCommand(rest: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(rest, { status: { type: 'boolean' } });
   if (values.help) return io.out(HELP.migrate!);
@@ -526,7 +554,7 @@ async function serveCommand(rest: string[], io: Io): Promise<void> {
   config = resolveSecretKey(config, { warn: (m) => io.err(`WARNING: ${m}`) });
   // Loaded here only: the other commands start without the HTTP server's modules.
   const { handleSignals, startServer } = await import('./server.js');
-  const server = await startServer(config);
+  const server = await startServer(config, { console: io.out });
   handleSignals(server);
 }
 
@@ -566,6 +594,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return 0;
       case 'keys':
         await keysCommand(...splitSubcommand(command, rest), io);
+        return 0;
+      case 'admin':
+        await adminCommand(...splitSubcommand(command, rest), io);
         return 0;
       case 'env':
         for (const v of describeEnv()) io.out(`${v.name.padEnd(28)}${String(v.default ?? '(unset)').padEnd(24)}${v.description}`);

@@ -10,20 +10,19 @@ export interface RunningServer {
   shutdown(reason: string): Promise<void>;
 }
 
-export async function startServer(config: Config, options: BuildOptions = {}): Promise<RunningServer> {
+export interface ServerOptions extends BuildOptions {
+  /** The terminal (stdout by default): the development setup link is printed here, never logged. */
+  console?: (line: string) => void;
+}
+
+/** What an operator runs to create the first admin; no token in it, so it may be logged. */
+export const FIRST_ADMIN_HELP =
+  'create it with: idp users create --admin --email EMAIL --password-stdin, or print a one-time setup link on your terminal with: idp admin setup-link (with the embedded database, run these while the server is stopped), or create a user with role "admin" through the admin API (ADMIN_API_TOKEN)';
+
+export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const started = performance.now();
-  const app = await buildApp(config, options);
-  // No admin yet: a one-time link to create the first one (or: idp users create --admin).
-  const setupLink = await app.adminSetup.issueLink().catch((error: unknown) => {
-    app.log.error({ err: error }, 'could not issue the admin setup link');
-    return undefined;
-  });
-  if (setupLink) {
-    app.log.warn(
-      { adminSetupLink: setupLink },
-      `No admin user exists yet. Create the first one within ${Math.round(config.ttl.adminSetup / 60)} minutes at ${setupLink} (single use), or run: idp users create --admin --email EMAIL --password-stdin`,
-    );
-  }
+  const { console: print = (line: string) => void process.stdout.write(`${line}\n`), ...buildOptions } = options;
+  const app = await buildApp(config, buildOptions);
   let address: string;
   try {
     address = await app.listen({ port: config.port, host: config.host });
@@ -35,6 +34,7 @@ export async function startServer(config: Config, options: BuildOptions = {}): P
     { address, issuer: config.issuer, startupMs: Math.round(performance.now() - started) },
     `identity provider listening on ${address} (issuer ${config.issuer})`,
   );
+  await announceFirstAdmin(app, config, print).catch((error: unknown) => app.log.error({ err: error }, 'could not check for an admin user'));
 
   let closing: Promise<void> | undefined;
   function shutdown(reason: string): Promise<void> {
@@ -55,6 +55,34 @@ export async function startServer(config: Config, options: BuildOptions = {}): P
     return closing;
   }
   return { app, url: address, shutdown };
+}
+
+/**
+ * No admin yet. Logs never hold tokens (decisions.md), so the one-time setup link is never in a log
+ * record: in development (and test) it is printed on the console as plain lines of its own; in
+ * production no link is issued at all, and the log says how to create the first admin.
+ */
+async function announceFirstAdmin(app: FastifyInstance, config: Config, print: (line: string) => void): Promise<void> {
+  if (await app.adminSetup.adminExists()) return;
+  if (config.env === 'production') {
+    app.log.warn(`No admin user exists yet: ${FIRST_ADMIN_HELP}.`);
+    return;
+  }
+  const link = await app.adminSetup.issueLink();
+  if (!link) return;
+  app.log.warn('No admin user exists yet: a one-time setup link is printed on the console (it is never logged).');
+  const minutes = Math.round(config.ttl.adminSetup / 60);
+  print(
+    [
+      '',
+      `  No admin user exists yet. Create the first one at this link (it works once, for ${minutes} minutes):`,
+      '',
+      `    ${link}`,
+      '',
+      '  or run: idp users create --admin --email EMAIL --password-stdin',
+      '',
+    ].join('\n'),
+  );
 }
 
 /** Wires SIGTERM/SIGINT to a bounded graceful shutdown; a second signal exits at once. */

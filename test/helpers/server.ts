@@ -23,11 +23,18 @@ export async function startTestServer(t: TapLike, env: Record<string, string> = 
     });
   }));
   const config = testConfig({ PORT: String(probe), HOST: '127.0.0.1', BASE_URL: `http://127.0.0.1:${probe}`, SMTP_URL: smtp.url, ...env });
-  const server: RunningServer = await startServer(config, { database, logStream: logs.stream, ...(options.configure ? { configure: options.configure } : {}) });
+  // What the server prints on its console outside the log (the development setup link).
+  const printed: string[] = [];
+  const server: RunningServer = await startServer(config, {
+    database,
+    logStream: logs.stream,
+    console: (text) => printed.push(...text.split('\n')),
+    ...(options.configure ? { configure: options.configure } : {}),
+  });
   t.teardown(async () => {
     await server.shutdown('test done');
     await database.dispose();
     await smtp.close();
   });
-  return { server, config, database, smtp, logs, baseUrl: config.baseUrl, issuer: config.issuer, app: server.app };
+  return { server, config, database, smtp, logs, printed, baseUrl: config.baseUrl, issuer: config.issuer, app: server.app };
 }
