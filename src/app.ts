@@ -12,6 +12,7 @@ import type { StaticApplications } from './services/applications.js';
 import { AppError, validationError, type FieldProblem } from './errors.js';
 import { describeSchemaErrors } from './validate.js';
 import { loggerOptions } from './logger.js';
+import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH, serviceUnavailableWhileClosing } from './framework-errors.js';
 import { loadStaticApplications } from './static-applications.js';
 import dbPlugin from '../plugins/infra/db.js';
 import servicesPlugin from '../plugins/infra/services.js';
@@ -69,8 +70,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 512 },
-    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    // Fastify's own bodies for these name no spec's shape: see src/framework-errors.ts.
+    frameworkErrors,
+    clientErrorHandler,
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -78,6 +82,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  serviceUnavailableWhileClosing(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) return reply.code(error.statusCode).send(error.toJSON());

@@ -71,6 +71,10 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
     if (error instanceof AppError) {
       return page(reply, views.messagePage(adminPath, { title: error.statusCode === 404 ? 'Not found' : 'Something is not right', message: error.message, link: { href: `${adminPath}/`, text: 'Back to the admin' } }), error.statusCode);
     }
+    // A body Fastify refused (too large, not a form): its own status, never a 500.
+    if ((error as { statusCode?: number }).statusCode === 413 || (error as { statusCode?: number }).statusCode === 415) {
+      return page(reply, views.messagePage(adminPath, { title: 'Something is not right', message: 'The form could not be read. Please fill it in again.' }), (error as { statusCode: number }).statusCode);
+    }
     if ((error as { validation?: unknown }).validation || (error as { statusCode?: number }).statusCode === 400) {
       return page(reply, views.messagePage(adminPath, { title: 'Something is not right', message: 'The request was not well formed.' }), 400);
     }

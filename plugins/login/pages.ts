@@ -73,6 +73,10 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     if (error instanceof AppError) {
       return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: error.message, role: 'alert' }), error.statusCode);
     }
+    // A body Fastify refused (too large, not a form): its own status, never a 500.
+    if ((error as { statusCode?: number }).statusCode === 413 || (error as { statusCode?: number }).statusCode === 415) {
+      return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: 'The form could not be read. Please fill it in again.', role: 'alert' }), (error as { statusCode: number }).statusCode);
+    }
     if ((error as { validation?: unknown }).validation || (error as { statusCode?: number }).statusCode === 400) {
       return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: 'The form was not filled in correctly.', role: 'alert' }), 400);
     }

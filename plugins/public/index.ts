@@ -43,9 +43,11 @@ const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
     '/applications/:clientId',
     {
       schema: {
-        // Loose here, so that a bad id answers the spec's INVALID_CLIENT_ID rather than a schema error.
-        params: Type.Object({ clientId: Type.String({ maxLength: 1024 }) }),
-        querystring: Type.Object({ redirect_uri: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String())])) }),
+        // Loose here (no length limits either), so that a bad id answers the spec's INVALID_CLIENT_ID rather
+        // than a schema error, and a redirect_uri of any length simply matches no registered URI. The
+        // request line is bounded by Node's header limit.
+        params: Type.Object({ clientId: Type.String() }),
+        querystring: Type.Object({ redirect_uri: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])) }),
         response: { 200: ApplicationMetadata, 400: PublicError('INVALID_CLIENT_ID'), 404: PublicError('NOT_FOUND'), 500: PublicError('INTERNAL_ERROR') },
       },
     },

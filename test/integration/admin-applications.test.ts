@@ -1029,3 +1029,20 @@ t.test('static applications', async (t) => {
     t.equal(res.statusCode, 404);
   });
 });
+
+t.test('a long or badly escaped client id or kid in the path gets the documented 400/404, never a router error (414/400)', async (t) => {
+  const call = (method: Inject['method'], url: string) => app.inject({ method, url, headers: adminHeaders, ...(method === 'PATCH' && { payload: { clientName: 'x' } }) });
+  for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', '']] as const) {
+    const long = await call(method, `${BASE}/${'a'.repeat(600)}${path}`);
+    t.equal(long.statusCode, 400, `${method}: 600 characters`);
+    t.equal(long.json().error, 'VALIDATION_ERROR', `${method}: 600 characters`);
+    t.match(long.json().details, [{ field: 'params.clientId' }]);
+    const bad = await call(method, `${BASE}/%ZZ${path}`);
+    t.equal(bad.statusCode, 404, `${method}: a malformed escape is an id that does not exist`);
+    t.equal(bad.json().error, 'NOT_FOUND');
+  }
+  const kid = await app.inject({ method: 'POST', url: `/api/admin/keys/${'k'.repeat(600)}/retire`, headers: adminHeaders, payload: {} });
+  t.equal(kid.statusCode, 400, 'kid: 600 characters');
+  t.equal(kid.json().error, 'VALIDATION_ERROR');
+  for (const res of [kid]) t.notMatch(res.body, /FST_|statusCode/);
+});

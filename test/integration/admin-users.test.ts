@@ -969,3 +969,23 @@ t.test('account changes by an operator revoke what the user held', async (t) => 
     t.equal((await op({ method: 'GET', url: `${BASE}/${row!.user_id}` })).json().emailVerified, true);
   });
 });
+
+t.test('a long or badly escaped user, session or grant id in the path gets the documented 400/404, never a router error (414/400)', async (t) => {
+  const user = await app.services.users.create({ email: uniqueEmail('long-path') }, { actor: 'test' });
+  const cases: Array<[Inject['method'], string, number, string]> = [
+    ['GET', `${BASE}/${'a'.repeat(600)}`, 400, 'VALIDATION_ERROR'],
+    ['PATCH', `${BASE}/${'a'.repeat(600)}`, 400, 'VALIDATION_ERROR'],
+    ['DELETE', `${BASE}/${'a'.repeat(600)}`, 400, 'VALIDATION_ERROR'],
+    ['GET', `${BASE}/${'a'.repeat(600)}/sessions`, 400, 'VALIDATION_ERROR'],
+    ['GET', `${BASE}/%ZZ`, 404, 'USER_NOT_FOUND'],
+    ['GET', `${BASE}/%E0%A4%A/grants`, 404, 'USER_NOT_FOUND'],
+    ['DELETE', `${BASE}/${user.id}/sessions/${'s'.repeat(600)}`, 400, 'VALIDATION_ERROR'],
+    ['DELETE', `${BASE}/${user.id}/grants/${'g'.repeat(600)}`, 400, 'VALIDATION_ERROR'],
+  ];
+  for (const [method, url, status, error] of cases) {
+    const res = await admin({ method, url, ...(method === 'PATCH' && { payload: { name: 'x' } }) });
+    t.equal(res.statusCode, status, `${method} ${url.slice(0, 60)}`);
+    t.equal(res.json().error, error, `${method} ${url.slice(0, 60)}`);
+    t.notMatch(res.body, /FST_|statusCode/);
+  }
+});

@@ -271,3 +271,49 @@ t.test('another instance on the same PostgreSQL database drops its cache at once
   t.equal(seen, 'https://notified.example.com', 'well before the 60 s expiry');
 });
 
+
+t.test('a token sent two ways (header and query) is 401 UNAUTHORIZED without a lookup (RFC 6750 §2)', async (t) => {
+  const { tokens } = await obtainTokens(app, { ...flow, scope: 'openid' });
+  const header = `Bearer ${tokens.access_token}`;
+  t.equal((await me(header)).statusCode, 200, 'the header alone works');
+  const cases: Array<[string, { method: 'GET'; url: string; headers: Record<string, string> }]> = [
+    ['header and query', { method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}`, headers: { authorization: header } }],
+    ['header and an empty query parameter', { method: 'GET', url: '/api/external/me?access_token=', headers: { authorization: header } }],
+    ['header and another token in the query', { method: 'GET', url: '/api/external/me?access_token=other', headers: { authorization: header } }],
+    // (A form body is never read on GET; a POST route here would be covered by the same hook, which
+    // runs at preValidation and so sees the body: UserInfo's POST proves that path.)
+  ];
+  for (const [label, request] of cases) {
+    const res = await app.inject(request);
+    t.equal(res.statusCode, 401, label);
+    t.same(res.json(), { error: 'UNAUTHORIZED' }, label);
+    t.match(res.headers['www-authenticate'], /^Bearer error="invalid_request"/, `${label}: a Bearer challenge naming invalid_request`);
+    t.equal(res.headers['cache-control'], 'no-store', label);
+  }
+  // Refused before the token is looked up: an app whose database is gone answers 401, not 500.
+  const broken = await buildTestApp(t);
+  await broken.database.close();
+  const unlooked = await broken.app.inject({ method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}`, headers: { authorization: header } });
+  t.equal(unlooked.statusCode, 401, 'no lookup: the closed database is never reached');
+  t.same(unlooked.json(), { error: 'UNAUTHORIZED' });
+  const query = await app.inject({ method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}` });
+  t.equal(query.statusCode, 401, 'the query alone is no token, as before');
+  t.equal(query.headers['www-authenticate'], 'Bearer');
+});
+
+t.test('GET /api/public/applications/{clientId}: a long or badly escaped id is 400 INVALID_CLIENT_ID, never a router error (414/400)', async (t) => {
+  for (const [what, id] of [
+    ['129 characters', 'a'.repeat(129)],
+    ['600 characters', 'a'.repeat(600)],
+    ['5,000 characters', 'a'.repeat(5000)],
+    ['a malformed escape', '%ZZ'],
+    ['a truncated UTF-8 escape', '%E0%A4%A'],
+  ] as const) {
+    const res = await app.inject({ method: 'GET', url: `/api/public/applications/${id}` });
+    t.equal(res.statusCode, 400, what);
+    t.same(res.json(), { error: 'INVALID_CLIENT_ID' }, what);
+  }
+  const longRedirect = await app.inject({ method: 'GET', url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent(`${redirectUri}?${'a'.repeat(3000)}`)}` });
+  t.equal(longRedirect.statusCode, 200, 'a long redirect_uri simply matches no registered URI');
+  t.notOk(longRedirect.json().postVerificationRedirectUri);
+});

@@ -728,3 +728,17 @@ t.test('the log never carries a reset token or a new password', async (t) => {
   t.match(text, /reset-password\/\[REDACTED\]/, 'the link path was logged, masked');
   for (const secret of secrets) t.notOk(text.includes(secret), `${secret.slice(0, 6)}… is not in the log`);
 });
+
+t.test('GET with a very long or badly escaped token redirects with error=INVALID_TOKEN, never a router error (414/400)', async (t) => {
+  for (const [what, token] of [
+    ['600 characters', 'a'.repeat(600)],
+    ['10,000 characters', 'a'.repeat(10_000)],
+    ['a malformed escape', '%ZZ'],
+    ['a truncated UTF-8 escape', `${'A'.repeat(40)}%E0%A4%A`],
+  ] as const) {
+    const res = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent(spaTarget)}` });
+    t.equal(res.statusCode, 302, what);
+    t.equal(res.headers.location, `${spaTarget}&error=INVALID_TOKEN`, what);
+    t.notMatch(res.body, /FST_|statusCode/, `${what}: no Fastify body`);
+  }
+});
