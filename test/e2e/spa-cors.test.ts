@@ -1,10 +1,12 @@
 // A single-page app on another loopback origin runs the whole code flow with PKCE in headless Chromium,
 // with oauth4webapi's browser build, unmodified: discovery, the authorization request, the hosted
-// sign-in and consent pages, the code exchange across origins and GET /api/external/me with the
-// access token. The browser does the CORS, and the test watches the network for it: the preflight
+// sign-in and consent pages, the code exchange across origins, GET /api/external/me with the
+// access token, and UserInfo through oauth4webapi's userInfoRequest (what oidc-client-ts does with
+// loadUserInfo: a GET of discovery's userinfo_endpoint with the Bearer header). The browser does the CORS, and the test watches the network for it: the preflight
 // of /me (an Authorization header needs one) and the Access-Control-Allow-Origin of the answers.
-// Then what the browser must refuse: the same SPA on an unregistered origin cannot read /me, and a
-// registered origin cannot read /me with the token of an application it is not registered for.
+// Then what the browser must refuse: the same SPA on an unregistered origin cannot read /me or
+// UserInfo, and a registered origin cannot read them with the token of an application it is not
+// registered for.
 // Screenshots go to .tap/screenshots/spa-*.png.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -65,6 +67,19 @@ async function discover() {
   const response = await oauth.discoveryRequest(issuer, { algorithm: 'oidc', [oauth.allowInsecureRequests]: true });
   return oauth.processDiscoveryResponse(issuer, response);
 }
+async function callUserInfo(as, accessToken) {
+  let response;
+  try {
+    response = await oauth.userInfoRequest(as, client, accessToken, { [oauth.allowInsecureRequests]: true });
+  } catch (error) {
+    return { readable: false, error: describe(error) };
+  }
+  try {
+    return { readable: true, status: response.status, body: await oauth.processUserInfoResponse(as, client, oauth.skipSubjectCheck, response) };
+  } catch (error) {
+    return { readable: true, status: response.status, error: describe(error) };
+  }
+}
 async function callMe(accessToken) {
   try {
     const response = await fetch(config.meUrl, { headers: { authorization: 'Bearer ' + accessToken } });
@@ -78,12 +93,15 @@ const hash = new URLSearchParams(location.hash.slice(1));
 try {
   if (hash.has('probe')) {
     let discovery;
+    let as;
     try {
-      discovery = { readable: true, issuer: (await discover()).issuer };
+      as = await discover();
+      discovery = { readable: true, issuer: as.issuer };
     } catch (error) {
       discovery = { readable: false, error: describe(error) };
     }
-    report({ mode: 'probe', origin: location.origin, discovery, me: await callMe(hash.get('probe')) });
+    const token = hash.get('probe');
+    report({ mode: 'probe', origin: location.origin, discovery, me: await callMe(token), userinfo: as ? await callUserInfo(as, token) : undefined });
   } else if (location.pathname === '/callback') {
     const saved = JSON.parse(sessionStorage.getItem('oidc') ?? 'null');
     if (!saved) throw new Error('no authorization request in sessionStorage');
@@ -101,6 +119,7 @@ try {
       tokens: { token_type: tokens.token_type, scope: tokens.scope, access_token: tokens.access_token },
       idToken: { iss: claims.iss, sub: claims.sub, aud: claims.aud, nonce: claims.nonce },
       me: await callMe(tokens.access_token),
+      userinfo: await callUserInfo(as, tokens.access_token),
     });
   } else {
     const as = await discover();
@@ -185,6 +204,7 @@ interface SpaResult {
   tokens?: { token_type: string; scope: string; access_token: string };
   idToken?: { iss: string; sub: string; aud: string | string[]; nonce: string };
   me?: MeOutcome;
+  userinfo?: MeOutcome;
 }
 
 t.test('a single-page app on another origin: code flow with PKCE and /api/external/me through browser CORS', {
@@ -193,6 +213,7 @@ t.test('a single-page app on another origin: code flow with PKCE and /api/extern
 }, async (t) => {
   const ctx = await startTestServer(t);
   const meUrl = `${ctx.baseUrl}/api/external/me`;
+  const userinfoUrl = `${ctx.issuer}/oauth2/userinfo`;
   const tokenUrl = `${ctx.issuer}/oauth2/token`;
   const spaConfig = { issuer: ctx.issuer, meUrl, scope: 'openid profile email' };
 
@@ -369,6 +390,21 @@ t.test('a single-page app on another origin: code flow with PKCE and /api/extern
     t.notOk(me?.failure);
     t.ok((preflight?.respondedAt ?? Infinity) < (me?.respondedAt ?? -Infinity), 'the preflight was answered first');
 
+    // UserInfo (OIDC Core §5.3: SHOULD support CORS), as oidc-client-ts's loadUserInfo calls it.
+    t.same(outcome.userinfo, { readable: true, status: 200, body: { sub: user.id, email, email_verified: true, name: 'Sam Spa' } }, 'UserInfo is readable by the SPA');
+    await until(() => Boolean(find(since(mark), 'GET', userinfoUrl)?.responseHeaders && find(since(mark), 'OPTIONS', userinfoUrl)?.responseHeaders));
+    const uiPreflight = find(since(mark), 'OPTIONS', userinfoUrl);
+    t.ok(uiPreflight, 'a preflight for UserInfo');
+    t.equal(uiPreflight?.status, 204);
+    t.equal(uiPreflight?.responseHeaders?.['access-control-allow-origin'], spa.origin, 'allowing the SPA origin');
+    t.match(uiPreflight?.responseHeaders?.['access-control-allow-headers'] ?? '', /authorization/i);
+    const ui = find(since(mark), 'GET', userinfoUrl);
+    t.equal(ui?.status, 200);
+    t.equal(ui?.requestHeaders.authorization, `Bearer ${accessToken}`);
+    t.equal(ui?.responseHeaders?.['access-control-allow-origin'], spa.origin, 'the UserInfo answer names the SPA origin');
+    t.notOk(ui?.responseHeaders?.['access-control-allow-credentials']);
+    t.notOk(ui?.failure);
+
     t.same(consoleMessages, [], 'no console errors or warnings on the way');
   });
 
@@ -395,6 +431,15 @@ t.test('a single-page app on another origin: code flow with PKCE and /api/extern
     t.notOk(get?.sent, 'and never sent the token');
     t.equal(get?.status, undefined, 'no answer');
     t.ok(consoleMessages.some((m) => /blocked by CORS policy/.test(m) && m.includes(stranger.origin)), 'Chromium reports the CORS block on the console');
+
+    t.match(outcome.userinfo, { readable: false, error: { name: 'TypeError', isTypeError: true } }, 'UserInfo cannot be read either');
+    await until(() => Boolean(find(since(mark), 'GET', userinfoUrl)?.failure));
+    const uiPreflight = find(since(mark), 'OPTIONS', userinfoUrl);
+    t.equal(uiPreflight?.status, 204, 'its preflight is answered 204');
+    t.notOk(uiPreflight?.responseHeaders?.['access-control-allow-origin'], 'without Access-Control-Allow-Origin');
+    const uiGet = find(since(mark), 'GET', userinfoUrl);
+    t.match(uiGet?.failure, { corsError: 'PreflightMissingAllowOriginHeader' });
+    t.notOk(uiGet?.sent, 'the token never left the browser');
   });
 
   await t.test("a registered origin cannot read /me with another application's token", async (t) => {
@@ -414,7 +459,9 @@ t.test('a single-page app on another origin: code flow with PKCE and /api/extern
     t.same(consoleMessages, [], 'no console errors on the way');
 
     // Control: on the registered origin, the probe with that origin's own application's token reads /me.
-    t.match((await probe(spa.origin, accessToken)).me, { readable: true, status: 200, body: { sub: user.id, email } }, "control: the SPA origin reads /me with its own application's token");
+    const control = await probe(spa.origin, accessToken);
+    t.match(control.me, { readable: true, status: 200, body: { sub: user.id, email } }, "control: the SPA origin reads /me with its own application's token");
+    t.match(control.userinfo, { readable: true, status: 200, body: { sub: user.id, email } }, 'and UserInfo');
 
     // The other application's token from the SPA origin: the preflight passes (the origin is registered,
     // for the SPA's application) but the answer names no origin, so the browser withholds it.
@@ -433,6 +480,12 @@ t.test('a single-page app on another origin: code flow with PKCE and /api/extern
     t.equal(get?.status, 200, 'the provider answered');
     t.notOk(get?.responseHeaders?.['access-control-allow-origin'], 'but with no Access-Control-Allow-Origin');
     t.match(get?.failure, { corsError: 'MissingAllowOriginHeader' }, 'so Chromium withheld the answer');
+    t.match(outcome.userinfo, { readable: false, error: { name: 'TypeError', isTypeError: true } }, 'UserInfo with that token is withheld the same way');
+    await until(() => Boolean(find(since(mark), 'GET', userinfoUrl)?.failure));
+    const uiGet = find(since(mark), 'GET', userinfoUrl);
+    t.equal(uiGet?.status, 200, 'the provider answered UserInfo');
+    t.notOk(uiGet?.responseHeaders?.['access-control-allow-origin'], 'with no Access-Control-Allow-Origin');
+    t.match(uiGet?.failure, { corsError: 'MissingAllowOriginHeader' });
     t.ok(consoleMessages.some((m) => /blocked by CORS policy/.test(m) && m.includes(spa.origin)), 'Chromium reports the CORS block on the console');
 
     // The same rule without a browser: the answer for that token names no origin but its own application's.
