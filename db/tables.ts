@@ -91,6 +91,14 @@ export interface AuthorizationRequestsTable {
   login_completed_at: Date | null;
   consent_given_at: Date | null;
   completed_at: Date | null;
+  /** SHA-256 of the browser-binding cookie set by authorize; null only on rows from before 0006. */
+  browser_hash: string | null;
+  /** Who completed sign-in on this request (and in which session); set with login_completed_at. */
+  login_user_id: string | null;
+  login_session_id: string | null;
+  /** Who consented on this request, and to which scopes; set with consent_given_at. */
+  consent_user_id: string | null;
+  consent_scopes: Json<string[]> | null;
 }
 
 export interface ConsentsTable {

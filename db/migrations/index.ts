@@ -6,6 +6,7 @@ import * as m0002 from './0002-oidc.js';
 import * as m0003 from './0003-token-lifecycle.js';
 import * as m0004 from './0004-recovery.js';
 import * as m0005 from './0005-admin.js';
+import * as m0006 from './0006-request-binding.js';
 import * as m0007 from './0007-verification-address.js';
 
 export const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '0003-token-lifecycle': m0003,
   '0004-recovery': m0004,
   '0005-admin': m0005,
+  '0006-request-binding': m0006,
   '0007-verification-address': m0007,
 };
 

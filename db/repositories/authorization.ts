@@ -15,7 +15,7 @@ export type AccessTokenRow = Selectable<AccessTokensTable>;
 
 export async function insertAuthorizationRequest(
   db: Db,
-  row: { id: string; client_id: string; params: AuthorizationRequestParams; expires_at: Date },
+  row: { id: string; client_id: string; params: AuthorizationRequestParams; expires_at: Date; browser_hash: string },
 ): Promise<AuthorizationRequestRow> {
   return db
     .insertInto('authorization_requests')
@@ -24,25 +24,47 @@ export async function insertAuthorizationRequest(
     .executeTakeFirstOrThrow();
 }
 
-/** A request that is neither completed nor expired. */
-export async function findPendingAuthorizationRequest(db: Db, id: string): Promise<AuthorizationRequestRow | undefined> {
+/** A request that is neither completed nor expired, presented by the browser that started it. */
+export async function findPendingAuthorizationRequest(db: Db, id: string, browserHash: string): Promise<AuthorizationRequestRow | undefined> {
   return db
     .selectFrom('authorization_requests')
     .selectAll()
     .where('id', '=', id)
+    .where('browser_hash', '=', browserHash)
     .where('completed_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
 }
 
-export async function markAuthorizationRequest(
-  db: Db,
-  id: string,
-  field: 'login_completed_at' | 'consent_given_at' | 'completed_at',
-): Promise<boolean> {
+/** Records who completed sign-in on a pending request of this browser, in which session. */
+export async function recordRequestSignIn(db: Db, id: string, browserHash: string, who: { userId: string; sessionId: string }): Promise<boolean> {
   const r = await db
     .updateTable('authorization_requests')
-    .set({ [field]: sql`now()` })
+    .set({ login_completed_at: sql`now()`, login_user_id: who.userId, login_session_id: who.sessionId })
+    .where('id', '=', id)
+    .where('browser_hash', '=', browserHash)
+    .where('completed_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Records who consented on a pending request, and to which scopes. */
+export async function recordRequestConsent(db: Db, id: string, userId: string, scopes: string[]): Promise<boolean> {
+  const r = await db
+    .updateTable('authorization_requests')
+    .set({ consent_given_at: sql`now()`, consent_user_id: userId, consent_scopes: JSON.stringify(scopes) })
+    .where('id', '=', id)
+    .where('completed_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Ends a request (a code was issued, or an error was redirected); true only for the first caller. */
+export async function completeAuthorizationRequest(db: Db, id: string): Promise<boolean> {
+  const r = await db
+    .updateTable('authorization_requests')
+    .set({ completed_at: sql`now()` })
     .where('id', '=', id)
     .where('completed_at', 'is', null)
     .executeTakeFirst();

@@ -2,8 +2,9 @@
 // ensured at start (generated on the first start of a new database).
 import fp from 'fastify-plugin';
 import '@fastify/cookie';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
+import { generateToken } from '../../src/oauth/tokens.js';
 import { KeyStore } from '../../src/services/key-store.js';
 import { createSessionService, type SessionContext, type SessionService } from '../../src/services/sessions.js';
 import { createAccountService, type AccountService } from '../../src/services/accounts.js';
@@ -34,6 +35,10 @@ declare module 'fastify' {
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
     sessionCookieName: string;
+    /** The browser-binding secret of pending authorization requests (cookie), if this browser has one. */
+    browserBinding(request: FastifyRequest): string | undefined;
+    /** The browser-binding secret, set as a cookie first when this browser has none (authorize). */
+    bindBrowser(request: FastifyRequest, reply: FastifyReply): string;
   }
 }
 
@@ -82,6 +87,22 @@ export default fp(
         resolved.set(request, p);
       }
       return p;
+    });
+    // Pending authorization requests are bound to the browser that started them (see
+    // src/services/authorization.ts): a random secret in an HttpOnly cookie, its hash on each request.
+    // One secret serves every tab; it is renewed with each authorize. SameSite=Lax at most, so that it
+    // is sent on the top-level navigation back from the application's site (None when configured).
+    const bindingCookie = config.cookieSecure ? '__Host-idp.authz' : 'idp.authz';
+    const bindingAttributes = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite === 'none' ? 'none' : 'lax', maxAge: config.ttl.consentRequest } as const;
+    const browserBinding = (request: FastifyRequest) => {
+      const value = request.cookies?.[bindingCookie];
+      return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
+    };
+    app.decorate('browserBinding', browserBinding);
+    app.decorate('bindBrowser', (request: FastifyRequest, reply: FastifyReply) => {
+      const value = browserBinding(request) ?? generateToken();
+      reply.setCookie(bindingCookie, value, bindingAttributes);
+      return value;
     });
     const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
     app.decorate('cleanup', cleanup);

@@ -46,7 +46,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       scopes: Type.Array(Type.Object({ name: Type.String(), label: Type.String(), consentDescription: Type.String() })),
     }), ...errors } } },
     async (request) => {
-      const found = await app.authorization.pendingRequest(request.params.id);
+      const found = await app.authorization.pendingRequest(request.params.id, app.browserBinding(request));
       if (!found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
       const { app: client, request: row } = found;
       return {
@@ -64,9 +64,12 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/sign-in',
     { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
     async (request, reply) => {
-      const { sessionToken } = await app.signInLimits.attempt(request, reply, request.body.email, () => app.accounts.signIn(request.body, meta(request)));
+      if (request.body.request && !(await app.authorization.pendingRequest(request.body.request, app.browserBinding(request)))) {
+        throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used (or was started in another browser)');
+      }
+      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, request.body.email, () => app.accounts.signIn(request.body, meta(request)));
       setSession(reply, sessionToken);
-      if (request.body.request) await app.authorization.markLoginCompleted(request.body.request);
+      if (request.body.request) await app.authorization.recordSignIn(request.body.request, app.browserBinding(request), { userId: user.id, sessionId });
       return { status: true as const, ...(request.body.request && { redirectTo: continueUrl(request.body.request) }) };
     },
   );
@@ -78,11 +81,11 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       await app.rateLimit(reply, 'SIGN_UP_IP', ipKey(request.ip));
       await app.rateLimit(reply, 'SIGN_UP_EMAIL', emailKey(request.body.email));
       const requestId = request.body.request;
-      const found = requestId ? await app.authorization.pendingRequest(requestId) : undefined;
+      const found = requestId ? await app.authorization.pendingRequest(requestId, app.browserBinding(request)) : undefined;
       if (requestId && !found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
-      const { sessionToken } = await app.accounts.signUp(request.body, meta(request), found ? { requestId: requestId!, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
+      const { user, sessionToken, sessionId } = await app.accounts.signUp(request.body, meta(request), found ? { requestId: requestId!, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
       setSession(reply, sessionToken);
-      if (requestId) await app.authorization.markLoginCompleted(requestId);
+      if (requestId) await app.authorization.recordSignIn(requestId, app.browserBinding(request), { userId: user.id, sessionId });
       return reply.code(201).send({ status: true as const, ...(requestId && { redirectTo: continueUrl(requestId) }) });
     },
   );
@@ -143,7 +146,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     async (request) => {
       const result = await app.accounts.verifyEmail(request.body.token);
       if (!result) throw new AppError(400, 'INVALID_TOKEN', 'The verification link is invalid, expired or was used already');
-      const pendingRequest = result.requestId ? await app.authorization.pendingRequest(result.requestId) : undefined;
+      const pendingRequest = result.requestId ? await app.authorization.pendingRequest(result.requestId, app.browserBinding(request)) : undefined;
       return { status: true as const, ...(pendingRequest && { redirectTo: continueUrl(result.requestId!) }) };
     },
   );
@@ -154,7 +157,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     async (request) => {
       const ctx = await app.currentSession(request);
       if (!ctx) throw new AppError(401, 'UNAUTHENTICATED', 'Sign in first');
-      const decision = await app.authorization.consent(request.body.request, ctx, request.body.decision === 'allow');
+      const decision = await app.authorization.consent(request.body.request, app.browserBinding(request), ctx, request.body.decision === 'allow');
       return { status: true as const, redirectTo: decisionLocation(decision, config.loginUrl) };
     },
   );

@@ -43,10 +43,11 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     reply.setCookie(app.sessionCookieName, token, { ...cookieBase, maxAge: config.ttl.session });
   }
 
-  async function pending(requestId: string | undefined) {
+  /** The pending authorization request named by a page, if it belongs to this browser. */
+  async function pending(request: FastifyRequest, requestId: string | undefined) {
     if (!requestId) return undefined;
-    const found = await app.authorization.pendingRequest(requestId);
-    if (!found) throw new AuthorizeRenderError('invalid_request', 'This sign-in request has expired or was already used. Go back to the application and start again.');
+    const found = await app.authorization.pendingRequest(requestId, app.browserBinding(request));
+    if (!found) throw new AuthorizeRenderError('invalid_request', 'This sign-in request has expired or was already used (or was started in another browser). Go back to the application and start again.');
     return found;
   }
 
@@ -96,7 +97,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
 
   // Sign in
   app.get('/sign-in', { schema: { querystring: SignInQuery } }, async (request, reply) => {
-    const found = await pending(request.query.request);
+    const found = await pending(request, request.query.request);
     const returnTo = safeReturnTo(request.query.return_to);
     const ctx = returnTo ? await app.currentSession(request) : undefined;
     return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, email: found?.request.params.login_hint ?? ctx?.user.email, app: found?.app, returnTo, reauthenticate: Boolean(ctx) }));
@@ -105,11 +106,13 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const form = request.body;
     checkCsrf(request, form);
     const requestId = first(form.request) || undefined;
-    const found = await pending(requestId);
+    const found = await pending(request, requestId);
     const email = first(form.email) ?? '';
+    let signedIn: { userId: string; sessionId: string };
     try {
-      const { sessionToken } = await app.signInLimits.attempt(request, reply, email, () => app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request)));
+      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, email, () => app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request)));
       setSession(reply, sessionToken);
+      signedIn = { userId: user.id, sessionId };
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
         return page(reply, views.signInPage({ loginPath, csrf: csrfToken(request, reply), requestId, email, error: error.message, app: found?.app, returnTo: safeReturnTo(first(form.return_to)) }), 401);
@@ -117,13 +120,13 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
       throw error;
     }
     if (!requestId) return reply.code(303).header('location', safeReturnTo(first(form.return_to)) ?? `${loginPath}/`).send();
-    await app.authorization.markLoginCompleted(requestId);
+    await app.authorization.recordSignIn(requestId, app.browserBinding(request), signedIn);
     return reply.code(303).header('location', continueUrl(requestId)).send();
   });
 
   // Sign up
   app.get('/sign-up', { schema: { querystring: RequestQuery } }, async (request, reply) => {
-    const found = await pending(request.query.request);
+    const found = await pending(request, request.query.request);
     return page(reply, views.signUpPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, values: { email: found?.request.params.login_hint ?? '' }, app: found?.app }));
   });
   app.post('/sign-up', { schema: { body: Form } }, async (request, reply) => {
@@ -132,10 +135,11 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     await app.rateLimit(reply, 'SIGN_UP_IP', ipKey(request.ip));
     await app.rateLimit(reply, 'SIGN_UP_EMAIL', emailKey(first(form.email) ?? ''));
     const requestId = first(form.request) || undefined;
-    const found = await pending(requestId);
+    const found = await pending(request, requestId);
     const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
+    let signedUp: { userId: string; sessionId: string };
     try {
-      const { sessionToken } = await app.accounts.signUp(
+      const { user, sessionToken, sessionId } = await app.accounts.signUp(
         { email: values.email, password: first(form.password) ?? '', name: values.name },
         meta(request),
         found
@@ -143,6 +147,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
           : {},
       );
       setSession(reply, sessionToken);
+      signedUp = { userId: user.id, sessionId };
     } catch (error) {
       if (error instanceof AppError && (error.code === 'VALIDATION_ERROR' || error.code === 'EMAIL_TAKEN')) {
         const errors = Object.fromEntries((error.details ?? []).map((d) => [d.field, d.message]));
@@ -150,7 +155,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
       }
       throw error;
     }
-    if (requestId) await app.authorization.markLoginCompleted(requestId);
+    if (requestId) await app.authorization.recordSignIn(requestId, app.browserBinding(request), signedUp);
     return reply.code(303).header('location', requestId ? continueUrl(requestId) : `${loginPath}/verify-email`).send();
   });
 
@@ -165,7 +170,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   }
 
   app.get('/verify-email', { schema: { querystring: RequestQuery } }, async (request, reply) => {
-    const found = await pending(request.query.request);
+    const found = await pending(request, request.query.request);
     const ctx = await requireSession(request, reply, request.query.request);
     if (!ctx) return reply;
     if (ctx.user.email_verified && request.query.request) return reply.code(303).header('location', continueUrl(request.query.request)).send();
@@ -174,7 +179,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   app.post('/verify-email/resend', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
     const requestId = first(request.body.request) || undefined;
-    const found = await pending(requestId);
+    const found = await pending(request, requestId);
     const ctx = await requireSession(request, reply, requestId);
     if (!ctx) return reply;
     const again = (seconds: number) => `A link was sent a moment ago. You can ask again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
@@ -192,7 +197,9 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     }
     // Continue the pending authorization when there is one; otherwise the application's
     // post-verification page, derived as the public application metadata derives it.
-    if (result.requestId && (await app.authorization.pendingRequest(result.requestId))) {
+    // (A link opened in another browser, e.g. on a phone, only verifies: the request stays with the
+    // browser that started it, which continues once the user goes back to it.)
+    if (result.requestId && (await app.authorization.pendingRequest(result.requestId, app.browserBinding(request)))) {
       return reply.code(303).header('location', continueUrl(result.requestId)).send();
     }
     const client = result.clientId ? await app.services.applications.find(result.clientId) : undefined;
@@ -204,7 +211,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
 
   // Consent
   app.get('/consent', { schema: { querystring: Type.Object({ request: Type.String({ maxLength: 128 }) }) } }, async (request, reply) => {
-    const found = await pending(request.query.request);
+    const found = await pending(request, request.query.request);
     const ctx = await requireSession(request, reply, request.query.request);
     if (!ctx || !found) return reply;
     return page(reply, views.consentPage({ loginPath, csrf: csrfToken(request, reply), requestId: request.query.request, scopes: found.request.params.scope, userEmail: ctx.user.email, app: found.app }));
@@ -216,7 +223,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     if (!requestId || (decision !== 'allow' && decision !== 'deny')) throw new AppError(400, 'VALIDATION_ERROR', 'Choose Allow or Deny');
     const ctx = await requireSession(request, reply, requestId);
     if (!ctx) return reply;
-    return sendDecision(reply, await app.authorization.consent(requestId, ctx, decision === 'allow'), config.loginUrl);
+    return sendDecision(reply, await app.authorization.consent(requestId, app.browserBinding(request), ctx, decision === 'allow'), config.loginUrl);
   });
 
   // Password reset: the form that asks for the link, and the page the link leads to (by default).

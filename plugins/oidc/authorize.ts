@@ -43,7 +43,7 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
     await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
-    const decision = await app.authorization.authorize(params, await app.currentSession(request));
+    const decision = await app.authorization.authorize(params, app.bindBrowser(request, reply), await app.currentSession(request));
     return sendDecision(reply, decision, config.loginUrl);
   };
 
@@ -61,7 +61,7 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
     '/oauth2/authorize/continue',
     { schema: { querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }), response: AuthorizeResponses } },
     async (request, reply) => {
-      const decision = await app.authorization.decide(request.query.request, await app.currentSession(request));
+      const decision = await app.authorization.decide(request.query.request, app.browserBinding(request), await app.currentSession(request));
       return sendDecision(reply, decision, config.loginUrl);
     },
   );

@@ -61,7 +61,7 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);
       const passwordHash = await hashPassword(input.password);
       try {
-        const { user, token } = await db.transaction().execute(async (trx) => {
+        const { user, token, sessionId } = await db.transaction().execute(async (trx) => {
           const user = await insertUser(trx, {
             id: randomUUID(),
             email,
@@ -72,12 +72,12 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
             picture: null,
             permissions: '[]',
           });
-          const { token } = await deps.sessions.create(user.id, meta, trx);
+          const { token, session } = await deps.sessions.create(user.id, meta, trx);
           await appendAuditEvent(trx, { type: 'user.signed_up', userId: user.id, clientId: pending.clientId ?? null, ip: meta.ip });
-          return { user, token };
+          return { user, token, sessionId: session.id };
         });
         await sendVerification(user, pending);
-        return { user, sessionToken: token };
+        return { user, sessionToken: token, sessionId };
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw new AppError(409, 'EMAIL_TAKEN', 'An account with this e-mail address exists already; sign in instead', [{ field: 'email', message: 'An account with this e-mail address exists already; sign in instead' }]);
@@ -96,12 +96,12 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
       if (needsRehash(user.password_hash!)) {
         await updateUserRow(db, user.id, { password_hash: await hashPassword(input.password) });
       }
-      const { token } = await db.transaction().execute(async (trx) => {
+      const { token, session } = await db.transaction().execute(async (trx) => {
         const created = await deps.sessions.create(user.id, meta, trx);
         await appendAuditEvent(trx, { type: 'user.signed_in', userId: user.id, ip: meta.ip, detail: { sessionId: created.session.id } });
         return created;
       });
-      return { user, sessionToken: token };
+      return { user, sessionToken: token, sessionId: session.id };
     },
 
     /** Consumes a verification link: marks the address verified; says where the user goes next. */

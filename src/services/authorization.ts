@@ -1,10 +1,34 @@
 // The authorization code flow with PKCE: authorize request validation, the decision after each step
 // (sign-in, verification, consent), code issuance and the code exchange. The order of checks of each
 // endpoint reads top to bottom here.
+//
+// A pending authorization request (table authorization_requests), from authorize to the code:
+//
+//   authorize ─▶ PENDING ─┬─ sign-in / sign-up on it ──▶ records login_user_id, login_session_id, login_completed_at
+//                         ├─ consent (allow) ──────────▶ records consent_user_id, consent_scopes, consent_given_at
+//                         └─ code issued, an error redirected, a denial ─▶ COMPLETED (completed_at; once, atomically)
+//   (a request not completed within CONSENT_REQUEST_TTL expires; clean-up deletes it)
+//
+// Who may move it: only the browser that started it. authorize() is given a browser-binding secret
+// (an HttpOnly cookie set by the authorize endpoint) and stores its SHA-256 (browser_hash); every later
+// step finds the request by id AND that hash, so a link to someone else's request is as good as
+// expired, whoever is signed in.
+// What each step is worth: the next step is never stored, it is derived by nextStep() from the request,
+// the session presenting it (the hosted-login cookie) and the user's remembered consent:
+//   - no session ─▶ sign-in (sign-up with prompt=create; login_required with prompt=none)
+//   - prompt=login, or a session older than max_age ─▶ sign-in, unless sign-in was completed on this
+//     request BY THIS SESSION (login_session_id = the presenting session)
+//   - the user's e-mail is unverified ─▶ verify-email (interaction_required with prompt=none)
+//   - prompt=consent, or scopes beyond the remembered consent ─▶ consent (consent_required with
+//     prompt=none), unless consent was given on this request BY THIS USER to all its scopes
+//   - otherwise ─▶ issue: complete the request and issue grant + code for the presenting session's user.
+// consent() is accepted only when nextStep() says "consent" for the user presenting the request; at any
+// other step it records nothing and the browser is sent to the step that is due.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
 import * as authz from '../../db/repositories/authorization.js';
+import type { AuthorizationRequestRow } from '../../db/repositories/authorization.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { findUserById } from '../../db/repositories/users.js';
 import type { Application } from '../../schemas/admin.js';
@@ -29,6 +53,9 @@ export type Decision =
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
   | { kind: 'consent'; requestId: string };
+
+/** Where a pending request stands for the session presenting it. */
+type Step = 'sign-in' | 'sign-up' | 'verify-email' | 'consent' | 'issue' | { error: OAuthError };
 
 const PROMPTS = new Set(['none', 'login', 'consent', 'create']);
 
@@ -142,54 +169,73 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     };
   }
 
-  /** The next step for a stored request, given who is signed in. */
-  async function decide(requestId: string, ctx: SessionContext | undefined): Promise<Decision> {
-    const request = await authz.findPendingAuthorizationRequest(db, requestId);
-    if (!request) throw new AuthorizeRenderError('invalid_request', 'this sign-in request has expired or was already used; start again from the application');
-    const params = request.params;
-    const app = await deps.applications.find(params.client_id);
-    if (!app || !app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
-    const none = params.prompt.includes('none');
-    // An error ends the request: it cannot be continued afterwards.
-    const fail = async (error: OAuthError) => {
-      await authz.markAuthorizationRequest(db, request.id, 'completed_at');
-      return errorRedirect(params, error);
-    };
+  const notFound = () =>
+    new AuthorizeRenderError('invalid_request', 'this sign-in request has expired or was already used (or was started in another browser); start again from the application');
 
-    const loginFresh = request.login_completed_at !== null;
+  /** The step a pending request is at for the session presenting it (see the state machine above). */
+  async function nextStep(request: AuthorizationRequestRow, ctx: SessionContext | undefined): Promise<Step> {
+    const params = request.params;
+    const none = params.prompt.includes('none');
     if (!ctx) {
-      if (none) return fail(new OAuthError('login_required', 'the user is not signed in'));
-      return { kind: params.prompt.includes('create') ? 'sign-up' : 'sign-in', requestId };
+      if (none) return { error: new OAuthError('login_required', 'the user is not signed in') };
+      return params.prompt.includes('create') ? 'sign-up' : 'sign-in';
     }
-    if (params.prompt.includes('login') && !loginFresh) return { kind: 'sign-in', requestId };
-    if (params.max_age !== undefined) {
+    // A sign-in on this request counts only for the session it created.
+    const signedInHere = request.login_completed_at !== null && request.login_session_id === ctx.session.id && request.login_user_id === ctx.user.id;
+    if (params.prompt.includes('login') && !signedInHere) return 'sign-in';
+    if (params.max_age !== undefined && !signedInHere) {
       const age = (Date.now() - new Date(ctx.session.auth_time).getTime()) / 1000;
-      if (age > params.max_age && !loginFresh) {
-        if (none) return fail(new OAuthError('login_required', 'the sign-in is older than max_age'));
-        return { kind: 'sign-in', requestId };
+      if (age > params.max_age) {
+        if (none) return { error: new OAuthError('login_required', 'the sign-in is older than max_age') };
+        return 'sign-in';
       }
     }
     if (!ctx.user.email_verified) {
-      if (none) return fail(new OAuthError('interaction_required', 'the e-mail address is not verified'));
-      return { kind: 'verify-email', requestId };
+      if (none) return { error: new OAuthError('interaction_required', 'the e-mail address is not verified') };
+      return 'verify-email';
     }
-    const consented = request.consent_given_at !== null;
-    if (!consented) {
-      const remembered = (await authz.findConsent(db, ctx.user.id, app.clientId)) ?? [];
-      const needsConsent = params.prompt.includes('consent') || params.scope.some((s) => !remembered.includes(s));
-      if (needsConsent) {
-        if (none) return fail(new OAuthError('consent_required', 'the user has not consented to these scopes'));
-        return { kind: 'consent', requestId };
+    // Consent on this request counts only for the user who gave it, and only for the scopes shown.
+    const consentedHere = request.consent_user_id === ctx.user.id && params.scope.every((s) => request.consent_scopes?.includes(s));
+    if (!consentedHere) {
+      const remembered = (await authz.findConsent(db, ctx.user.id, params.client_id)) ?? [];
+      if (params.prompt.includes('consent') || params.scope.some((s) => !remembered.includes(s))) {
+        if (none) return { error: new OAuthError('consent_required', 'the user has not consented to these scopes') };
+        return 'consent';
       }
     }
-    return issueCode(request.id, params, ctx);
+    return 'issue';
+  }
+
+  async function findBound(requestId: string, browser: string | undefined): Promise<AuthorizationRequestRow | undefined> {
+    if (!browser || requestId.length > 128) return undefined;
+    return authz.findPendingAuthorizationRequest(db, requestId, hashToken(browser));
+  }
+
+  /** The next step for a stored request of this browser, given who is signed in. */
+  async function decide(requestId: string, browser: string | undefined, ctx: SessionContext | undefined): Promise<Decision> {
+    const request = await findBound(requestId, browser);
+    if (!request) throw notFound();
+    return decideFor(request, ctx);
+  }
+
+  async function decideFor(request: AuthorizationRequestRow, ctx: SessionContext | undefined): Promise<Decision> {
+    const app = await deps.applications.find(request.client_id);
+    if (!app || !app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
+    const step = await nextStep(request, ctx);
+    if (typeof step === 'object') {
+      // An error ends the request: it cannot be continued afterwards.
+      await authz.completeAuthorizationRequest(db, request.id);
+      return errorRedirect(request.params, step.error);
+    }
+    if (step === 'issue') return issueCode(request.id, request.params, ctx!);
+    return { kind: step, requestId: request.id };
   }
 
   async function issueCode(requestId: string, params: AuthorizationRequestParams, ctx: SessionContext): Promise<Decision> {
     const code = generateToken();
     const completed = await db.transaction().execute(async (trx) => {
       // Completing the request and issuing the code happen together, once.
-      if (!(await authz.markAuthorizationRequest(trx, requestId, 'completed_at'))) return false;
+      if (!(await authz.completeAuthorizationRequest(trx, requestId))) return false;
       const grantId = randomUUID();
       const scope = formatScope(params.scope);
       await authz.insertGrant(trx, { id: grantId, user_id: ctx.user.id, client_id: params.client_id, scope, session_id: ctx.session.id, auth_time: ctx.session.auth_time });
@@ -214,8 +260,11 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   }
 
   return {
-    /** GET/POST authorize: validate, store the request, and decide the first step. */
-    async authorize(raw: RawParams, ctx: SessionContext | undefined): Promise<Decision> {
+    /**
+     * GET/POST authorize: validate, store the request bound to this browser, and decide the first step.
+     * `browser` is the browser-binding secret the endpoint keeps in a cookie.
+     */
+    async authorize(raw: RawParams, browser: string, ctx: SessionContext | undefined): Promise<Decision> {
       const { app, redirectUri, state } = await verifyClient(raw);
       let params: AuthorizationRequestParams;
       try {
@@ -224,43 +273,54 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         if (error instanceof OAuthError) return errorRedirect({ redirect_uri: redirectUri, state }, error);
         throw error;
       }
-      const id = generateToken();
-      await authz.insertAuthorizationRequest(db, {
-        id,
+      const request = await authz.insertAuthorizationRequest(db, {
+        id: generateToken(),
         client_id: app.clientId,
         params,
         expires_at: new Date(Date.now() + config.ttl.consentRequest * 1000),
+        browser_hash: hashToken(browser),
       });
-      return decide(id, ctx);
+      return decideFor(request, ctx);
     },
 
     decide,
 
-    async pendingRequest(requestId: string) {
-      const request = await authz.findPendingAuthorizationRequest(db, requestId);
+    /** A pending request of this browser, with its application (undefined when none). */
+    async pendingRequest(requestId: string, browser: string | undefined) {
+      const request = await findBound(requestId, browser);
       if (!request) return undefined;
       const app = await deps.applications.find(request.client_id);
       return app ? { request, app } : undefined;
     },
 
-    async markLoginCompleted(requestId: string) {
-      await authz.markAuthorizationRequest(db, requestId, 'login_completed_at');
+    /** After a sign-in or sign-up on a request: records who signed in, in which session. */
+    async recordSignIn(requestId: string, browser: string | undefined, who: { userId: string; sessionId: string }): Promise<boolean> {
+      if (!browser) return false;
+      return authz.recordRequestSignIn(db, requestId, hashToken(browser), who);
     },
 
-    /** The consent page's answer. Allow remembers the scopes; deny ends the request with access_denied. */
-    async consent(requestId: string, ctx: SessionContext, allow: boolean): Promise<Decision> {
-      const request = await authz.findPendingAuthorizationRequest(db, requestId);
-      if (!request) throw new AuthorizeRenderError('invalid_request', 'this sign-in request has expired or was already used; start again from the application');
+    /**
+     * The consent page's answer. Accepted only at the consent step of the user presenting the request:
+     * allow remembers the scopes and continues; deny ends the request with access_denied. At any other
+     * step nothing is recorded and the browser goes to the step that is due.
+     */
+    async consent(requestId: string, browser: string | undefined, ctx: SessionContext, allow: boolean): Promise<Decision> {
+      const request = await findBound(requestId, browser);
+      if (!request) throw notFound();
       if (!allow) {
-        await authz.markAuthorizationRequest(db, requestId, 'completed_at');
+        await authz.completeAuthorizationRequest(db, requestId);
         return errorRedirect(request.params, new OAuthError('access_denied', 'the user denied the request'));
       }
-      await db.transaction().execute(async (trx) => {
-        await authz.upsertConsent(trx, ctx.user.id, request.client_id, request.params.scope);
-        await authz.markAuthorizationRequest(trx, requestId, 'consent_given_at');
-        await appendAuditEvent(trx, { type: 'consent.granted', userId: ctx.user.id, clientId: request.client_id, detail: { scope: formatScope(request.params.scope) } });
+      if ((await nextStep(request, ctx)) !== 'consent') return decideFor(request, ctx);
+      const scopes = request.params.scope;
+      const recorded = await db.transaction().execute(async (trx) => {
+        if (!(await authz.recordRequestConsent(trx, requestId, ctx.user.id, scopes))) return false;
+        await authz.upsertConsent(trx, ctx.user.id, request.client_id, scopes);
+        await appendAuditEvent(trx, { type: 'consent.granted', userId: ctx.user.id, clientId: request.client_id, detail: { scope: formatScope(scopes) } });
+        return true;
       });
-      return decide(requestId, ctx);
+      if (!recorded) throw notFound();
+      return decideFor({ ...request, consent_user_id: ctx.user.id, consent_scopes: scopes, consent_given_at: new Date() }, ctx);
     },
 
     /** POST token, grant_type=authorization_code (RFC 6749 §4.1.3, RFC 7636 §4.6). */

@@ -36,9 +36,10 @@ const pathOf = (location: string) => {
   return u.pathname + u.search;
 };
 
-export async function signInWithInject(app: FastifyInstance, email: string, password: string, requestId?: string) {
-  const page = await app.inject({ method: 'GET', url: `/login/sign-in${requestId ? `?request=${requestId}` : ''}` });
-  const jar = cookiesOf(page);
+/** Signs in on the hosted page; `jar` carries the browser's cookies (the request binding among them). */
+export async function signInWithInject(app: FastifyInstance, email: string, password: string, requestId?: string, browser: Record<string, string> = {}) {
+  const page = await app.inject({ method: 'GET', url: `/login/sign-in${requestId ? `?request=${requestId}` : ''}`, cookies: browser });
+  const jar = { ...browser, ...cookiesOf(page) };
   const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
   const res = await app.inject({
     method: 'POST',
@@ -63,7 +64,7 @@ export async function obtainCode(app: FastifyInstance, o: FlowOptions, jar?: Rec
     ...(o.nonce && { nonce: o.nonce }),
   });
   let res = await app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, cookies: jar ?? {} });
-  let cookies = { ...(jar ?? {}) };
+  let cookies = { ...(jar ?? {}), ...cookiesOf(res) };
   for (let hops = 0; hops < 10; hops++) {
     const location = res.headers.location as string | undefined;
     if (!location) throw new Error(`flow stopped at ${res.statusCode}: ${res.body.slice(0, 200)}`);
@@ -75,7 +76,7 @@ export async function obtainCode(app: FastifyInstance, o: FlowOptions, jar?: Rec
     const path = pathOf(location);
     if (path.startsWith('/login/sign-in')) {
       const requestId = new URL(location, 'http://x').searchParams.get('request')!;
-      const signed = await signInWithInject(app, o.email, o.password, requestId);
+      const signed = await signInWithInject(app, o.email, o.password, requestId, cookies);
       cookies = { ...cookies, ...signed.jar };
       res = signed.res;
       continue;
@@ -95,6 +96,7 @@ export async function obtainCode(app: FastifyInstance, o: FlowOptions, jar?: Rec
       continue;
     }
     res = await app.inject({ method: 'GET', url: path, cookies });
+    cookies = { ...cookies, ...cookiesOf(res) };
   }
   throw new Error('too many redirects');
 }

@@ -2,7 +2,7 @@
 // client and redirect_uri are verified, redirected with state and iss after), and every step of the
 // flow through the hosted pages (sign-in, verification, consent) with app.inject.
 import t, { type Test } from 'tap';
-import type { LightMyRequestResponse } from 'fastify';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { buildTestApp } from '../helpers/app.js';
 import { BrowserClient } from '../helpers/browser-client.js';
@@ -31,6 +31,13 @@ const client = await app.services.applications.create(
   actor,
 );
 const disabledClient = await app.services.applications.create({ clientName: 'Disabled RP', redirectUris: [REDIRECT], enabled: false }, actor);
+
+/**
+ * Every request of this file comes from one browser, which carries the request-binding cookie that
+ * authorize sets (tests of another browser pass their own cookie, which wins).
+ */
+const BROWSER: Record<string, string> = { 'idp.authz': generateToken() };
+const inject = (options: InjectOptions & { cookies?: Record<string, string> }) => app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
 
 let counter = 0;
 async function createUser(label: string, fields: { emailVerified?: boolean } = {}) {
@@ -68,7 +75,7 @@ function request(overrides: Params = {}): Params {
 async function authorize(params: Params, options: { jar?: Jar; accept?: string; method?: 'GET' | 'POST' } = {}) {
   const headers: Record<string, string> = options.accept ? { accept: options.accept } : {};
   if (options.method === 'POST') {
-    return app.inject({
+    return inject({
       method: 'POST',
       url: AUTHORIZE,
       cookies: options.jar ?? {},
@@ -76,7 +83,7 @@ async function authorize(params: Params, options: { jar?: Jar; accept?: string; 
       payload: encode(params),
     });
   }
-  return app.inject({ method: 'GET', url: `${AUTHORIZE}?${encode(params)}`, cookies: options.jar ?? {}, headers });
+  return inject({ method: 'GET', url: `${AUTHORIZE}?${encode(params)}`, cookies: options.jar ?? {}, headers });
 }
 
 /** GET an absolute URL of this app (a Location) in-process. */
@@ -84,7 +91,7 @@ async function follow(location: string | undefined, jar: Jar = {}) {
   if (!location) throw new Error('no Location to follow');
   const url = new URL(location);
   if (url.origin !== 'http://localhost:3000') throw new Error(`not this app: ${location}`);
-  return app.inject({ method: 'GET', url: `${url.pathname}${url.search}`, cookies: jar });
+  return inject({ method: 'GET', url: `${url.pathname}${url.search}`, cookies: jar });
 }
 
 function locationOf(res: LightMyRequestResponse): URL {
@@ -100,11 +107,11 @@ function requestIdOf(res: LightMyRequestResponse): string {
 
 /** Posts the sign-in form (GET first for the CSRF cookie and hidden fields). */
 async function signIn(email: string, options: { requestId?: string | undefined; jar?: Jar; password?: string } = {}) {
-  const page = await app.inject({ method: 'GET', url: `/login/sign-in${options.requestId ? `?request=${encodeURIComponent(options.requestId)}` : ''}`, cookies: options.jar ?? {} });
+  const page = await inject({ method: 'GET', url: `/login/sign-in${options.requestId ? `?request=${encodeURIComponent(options.requestId)}` : ''}`, cookies: options.jar ?? {} });
   if (page.statusCode !== 200) throw new Error(`sign-in page: ${page.statusCode}`);
   const jar = { ...options.jar, ...cookiesOf(page) };
   const fields = BrowserClient.hiddenFields(page.body, '/login/sign-in');
-  const res = await app.inject({
+  const res = await inject({
     method: 'POST',
     url: '/login/sign-in',
     cookies: jar,
@@ -116,11 +123,11 @@ async function signIn(email: string, options: { requestId?: string | undefined; 
 
 /** Posts the consent form (GET first for the CSRF cookie and hidden fields). */
 async function consent(requestId: string, jar: Jar, decision: 'allow' | 'deny') {
-  const page = await app.inject({ method: 'GET', url: `/login/consent?request=${encodeURIComponent(requestId)}`, cookies: jar });
+  const page = await inject({ method: 'GET', url: `/login/consent?request=${encodeURIComponent(requestId)}`, cookies: jar });
   if (page.statusCode !== 200) throw new Error(`consent page: ${page.statusCode} ${page.body.slice(0, 300)}`);
   const merged = { ...jar, ...cookiesOf(page) };
   const fields = BrowserClient.hiddenFields(page.body, '/login/consent');
-  const res = await app.inject({
+  const res = await inject({
     method: 'POST',
     url: '/login/consent',
     cookies: merged,
@@ -408,9 +415,9 @@ t.test('prompt=create goes to the sign-up page', async (t) => {
 });
 
 t.test('POST authorize needs a form body', async (t) => {
-  const json = await app.inject({ method: 'POST', url: AUTHORIZE, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(request()) });
+  const json = await inject({ method: 'POST', url: AUTHORIZE, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(request()) });
   expectRendered(t, json, 'invalid_request', /x-www-form-urlencoded/);
-  const text = await app.inject({ method: 'POST', url: AUTHORIZE, headers: { 'content-type': 'text/plain' }, payload: encode(request()) });
+  const text = await inject({ method: 'POST', url: AUTHORIZE, headers: { 'content-type': 'text/plain' }, payload: encode(request()) });
   expectRendered(t, text, 'invalid_request');
 });
 
@@ -513,17 +520,17 @@ t.test('a disabled user gets no code: the session ends and sign-in fails', async
   const pending = expectStep(t, await authorize(request({ scope: 'openid profile' }), { jar }), 'consent');
 
   // The consent form of a pending request, fetched while the user was still enabled.
-  const consentPage = await app.inject({ method: 'GET', url: `/login/consent?request=${pending}`, cookies: jar });
+  const consentPage = await inject({ method: 'GET', url: `/login/consent?request=${pending}`, cookies: jar });
   const consentJar = { ...jar, ...cookiesOf(consentPage) };
   const fields = BrowserClient.hiddenFields(consentPage.body, '/login/consent');
 
   await app.services.users.setDisabled(user.id, true, actor);
   expectStep(t, await authorize(request(), { jar }), 'sign-in', 'the session is no longer valid');
   expectRedirectError(t, await authorize(request({ prompt: 'none' }), { jar }), 'login_required');
-  const page = await app.inject({ method: 'GET', url: `/login/consent?request=${pending}`, cookies: consentJar });
+  const page = await inject({ method: 'GET', url: `/login/consent?request=${pending}`, cookies: consentJar });
   t.equal(page.statusCode, 303, 'the consent page is not shown to a disabled user');
   t.equal(page.headers.location, `/login/sign-in?request=${pending}`);
-  const allowed = await app.inject({
+  const allowed = await inject({
     method: 'POST',
     url: '/login/consent',
     cookies: consentJar,
@@ -606,22 +613,22 @@ t.test('a pending request gives one code, even when continued twice at once', as
 
 t.test('a pending request that is unknown, expired or malformed is a rendered 400', async (t) => {
   const continueUrl = (id: string) => `/api/auth/oauth2/authorize/continue?request=${encodeURIComponent(id)}`;
-  const unknown = await app.inject({ method: 'GET', url: continueUrl(generateToken()) });
+  const unknown = await inject({ method: 'GET', url: continueUrl(generateToken()) });
   expectRendered(t, unknown, 'invalid_request', /expired or was already used/);
-  expectRenderedJson(t, await app.inject({ method: 'GET', url: continueUrl(generateToken()), headers: { accept: 'application/json' } }), 'invalid_request');
-  expectRendered(t, await app.inject({ method: 'GET', url: '/api/auth/oauth2/authorize/continue' }), 'invalid_request', /malformed/);
-  expectRendered(t, await app.inject({ method: 'GET', url: continueUrl('x'.repeat(200)) }), 'invalid_request');
+  expectRenderedJson(t, await inject({ method: 'GET', url: continueUrl(generateToken()), headers: { accept: 'application/json' } }), 'invalid_request');
+  expectRendered(t, await inject({ method: 'GET', url: '/api/auth/oauth2/authorize/continue' }), 'invalid_request', /malformed/);
+  expectRendered(t, await inject({ method: 'GET', url: continueUrl('x'.repeat(200)) }), 'invalid_request');
 
   const id = requestIdOf(await authorize(request()));
   await database.db.updateTable('authorization_requests').set({ expires_at: sql`now() - interval '1 second'` }).where('id', '=', id).execute();
-  expectRendered(t, await app.inject({ method: 'GET', url: continueUrl(id) }), 'invalid_request', /expired/);
-  const signInPage = await app.inject({ method: 'GET', url: `/login/sign-in?request=${id}` });
+  expectRendered(t, await inject({ method: 'GET', url: continueUrl(id) }), 'invalid_request', /expired/);
+  const signInPage = await inject({ method: 'GET', url: `/login/sign-in?request=${id}` });
   t.equal(signInPage.statusCode, 400, 'the sign-in page of an expired request is an error too');
 
   // With a session: the same.
   const user = await createUser('expired');
   const { jar } = await signIn(user.email);
-  expectRendered(t, await app.inject({ method: 'GET', url: continueUrl(id), cookies: jar }), 'invalid_request', /expired/);
+  expectRendered(t, await inject({ method: 'GET', url: continueUrl(id), cookies: jar }), 'invalid_request', /expired/);
 });
 
 t.test('a request expires after CONSENT_REQUEST_TTL', async (t) => {
@@ -633,4 +640,116 @@ t.test('a request expires after CONSENT_REQUEST_TTL', async (t) => {
   const ttl = (new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()) / 1000;
   t.ok(Math.abs(ttl - config.ttl.consentRequest) < 5, `about ${config.ttl.consentRequest} s (${ttl})`);
   t.equal(config.ttl.consentRequest, 600);
+});
+
+// Issue 12, item 1: a pending request is bound to the browser that started it, and each step counts
+// only for the person who took it (src/services/authorization.ts, the state machine at the top).
+t.test('someone else cannot finish a pending request: browser and user binding', async (t) => {
+  const attackerBrowser: Jar = { 'idp.authz': generateToken() };
+  const victimBrowser: Jar = { 'idp.authz': generateToken() };
+  const attacker = await createUser('rp-owner', { emailVerified: false });
+  const victim = await createUser('victim');
+  const victimJar = (await signIn(victim.email, { jar: victimBrowser })).jar;
+  const consentRows = (userId: string) =>
+    database.db.selectFrom('consents').select('scopes').where('user_id', '=', userId).where('client_id', '=', client.clientId).execute();
+  const codeRows = (userId: string) => database.db.selectFrom('authorization_codes').select('code_hash').where('user_id', '=', userId).execute();
+
+  t.test('the reported attack: sign in on R, allow R, send a signed-in victim to continue R', async (t) => {
+    const start = await authorize(request({ scope: 'openid offline_access' }), { jar: attackerBrowser });
+    const r = expectStep(t, start, 'sign-in');
+    t.match(String(start.headers['set-cookie']), /idp\.authz=[A-Za-z0-9_-]{43}; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax/, 'authorize sets the binding cookie');
+    const signed = await signIn(attacker.email, { requestId: r, jar: attackerBrowser });
+    expectStep(t, await follow(signed.res.headers.location as string, signed.jar), 'verify-email', 'the unverified attacker is asked to verify');
+
+    // Allow, although R is not at the consent step: nothing is recorded, the browser goes to the due step.
+    const allowed = await consent(r, signed.jar, 'allow');
+    t.equal(allowed.res.statusCode, 303);
+    t.equal(allowed.res.headers.location, `${LOGIN}/verify-email?request=${r}`, 'allow at the verify step only sends to that step');
+    const json = await inject({
+      method: 'POST',
+      url: '/api/auth/consent',
+      cookies: signed.jar,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ request: r, decision: 'allow' }),
+    });
+    t.equal(json.statusCode, 200);
+    t.equal(json.json().redirectTo, `${LOGIN}/verify-email?request=${r}`);
+    t.same(await consentRows(attacker.id), [], 'no consent remembered for the attacker');
+    const row = await database.db.selectFrom('authorization_requests').selectAll().where('id', '=', r).executeTakeFirstOrThrow();
+    t.equal(row.consent_given_at, null, 'no consent recorded on the request');
+    t.equal(row.login_user_id, attacker.id, 'the request records who signed in');
+
+    // The victim, signed in in their own browser, is sent to continue R: useless without R's browser.
+    const continued = await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimJar);
+    expectRendered(t, continued, 'invalid_request', /another browser/);
+    const consentPage = await inject({ method: 'GET', url: `/login/consent?request=${r}`, cookies: victimJar });
+    t.equal(consentPage.statusCode, 400, "the victim's browser gets no consent page for R");
+    const victimPost = await inject({
+      method: 'POST',
+      url: '/api/auth/consent',
+      cookies: victimJar,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ request: r, decision: 'allow' }),
+    });
+    t.equal(victimPost.statusCode, 400, 'nor can it consent to R');
+    t.equal(victimPost.headers.location, undefined);
+    const details = await inject({ method: 'GET', url: `/api/auth/authorization-requests/${r}`, cookies: victimJar });
+    t.equal(details.statusCode, 404, 'nor read R');
+    t.same(await codeRows(victim.id), [], 'no code was ever issued for the victim');
+    t.same(await consentRows(victim.id), [], 'and no consent of theirs recorded');
+  });
+
+  t.test('sign-in on a request of another browser is refused before the password is checked', async (t) => {
+    const r = requestIdOf(await authorize(request(), { jar: attackerBrowser }));
+    const page = await inject({ method: 'GET', url: `/login/sign-in?request=${r}`, cookies: victimBrowser });
+    t.equal(page.statusCode, 400, 'the hosted page');
+    const json = await inject({
+      method: 'POST',
+      url: '/api/auth/sign-in',
+      cookies: victimBrowser,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ email: victim.email, password: PASSWORD, request: r }),
+    });
+    t.equal(json.statusCode, 404, 'the JSON API');
+    t.equal(json.json().error, 'REQUEST_NOT_FOUND');
+    const row = await database.db.selectFrom('authorization_requests').select('login_completed_at').where('id', '=', r).executeTakeFirstOrThrow();
+    t.equal(row.login_completed_at, null);
+  });
+
+  // Even in one browser (a shared computer), each step counts only for the person who took it.
+  t.test("one person's sign-in on a request is not another's fresh authentication (prompt=login, max_age=0)", async (t) => {
+    const shared: Jar = { 'idp.authz': generateToken() };
+    const other = await createUser('other-person');
+    for (const extra of [{ prompt: 'login' }, { max_age: '0' }]) {
+      const r = requestIdOf(await authorize(request(extra), { jar: shared }));
+      const signed = await signIn(other.email, { requestId: r, jar: shared });
+      t.equal(signed.res.statusCode, 303);
+      // The victim's session presents the request in the same browser: it must sign in itself.
+      const victimHere = { ...shared, 'idp.session': victimJar['idp.session']! };
+      expectStep(t, await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimHere), 'sign-in', `${Object.keys(extra)[0]}: sign in again`);
+    }
+    t.same(await codeRows(victim.id), []);
+  });
+
+  t.test("one person's consent on a request is not another's", async (t) => {
+    const shared: Jar = { 'idp.authz': generateToken() };
+    const r = requestIdOf(await authorize(request({ scope: 'openid profile' }), { jar: shared }));
+    // The state the old code trusted: consent given on R (by someone else, to these very scopes).
+    const other = await createUser('consenting-other');
+    await database.db
+      .updateTable('authorization_requests')
+      .set({ consent_given_at: sql`now()`, consent_user_id: other.id, consent_scopes: JSON.stringify(['openid', 'profile']) })
+      .where('id', '=', r)
+      .execute();
+    const victimHere = { ...shared, 'idp.session': victimJar['idp.session']! };
+    expectStep(t, await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimHere), 'consent', 'the victim is asked for their own consent');
+    t.same(await codeRows(victim.id), []);
+    // Their own consent then completes it, for them.
+    const done = await consent(r, victimHere, 'allow');
+    expectCode(t, done.res);
+    t.same((await consentRows(victim.id)).map((c) => c.scopes), [['openid', 'profile']]);
+    const row = await database.db.selectFrom('authorization_requests').selectAll().where('id', '=', r).executeTakeFirstOrThrow();
+    t.equal(row.consent_user_id, victim.id);
+    t.not(row.completed_at, null);
+  });
 });

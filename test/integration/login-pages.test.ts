@@ -1,6 +1,7 @@
 // The hosted login pages and their JSON twins: security headers, CSRF, errors, sessions, verification.
 import t from 'tap';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { generateToken } from '../../src/oauth/tokens.js';
 import { hash } from '@node-rs/argon2';
 import { buildTestApp } from '../helpers/app.js';
 import { startSmtp, linkIn } from '../helpers/smtp.js';
@@ -20,10 +21,16 @@ const client = await app.services.applications.create(
 );
 await app.services.users.create({ email: 'pat@example.com', password: 'pat-password-1', emailVerified: true }, actor);
 
-const formPage = (path: string, jar: Record<string, string> = {}) => formPageOf(app, path, jar);
+/**
+ * Every request of this file comes from one browser, which carries the request-binding cookie that
+ * authorize sets (a test of another browser passes its own cookie, which wins).
+ */
+const BROWSER: Record<string, string> = { 'idp.authz': generateToken() };
+const inject = (options: InjectOptions & { cookies?: Record<string, string> }) => app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
+const formPage = (path: string, jar: Record<string, string> = {}) => formPageOf(app, path, { ...BROWSER, ...jar });
 
 async function post(path: string, form: Record<string, string>, jar: Record<string, string>, headers: Record<string, string> = {}) {
-  return app.inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+  return inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
 }
 
 async function signedIn(email = 'pat@example.com', password = 'pat-password-1') {
@@ -43,13 +50,13 @@ async function startAuthorization(server: FastifyInstance, extra: Record<string,
     code_challenge_method: 'S256',
     ...extra,
   });
-  const res = await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}` });
+  const res = await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, cookies: BROWSER });
   return new URL(res.headers.location as string).searchParams.get('request')!;
 }
 
 t.test('every page carries no-store, a CSP without inline script, and anti-framing headers', async (t) => {
   for (const path of ['/login/sign-in', '/login/sign-up', '/login/sign-out']) {
-    const res = await app.inject({ method: 'GET', url: path });
+    const res = await inject({ method: 'GET', url: path });
     t.equal(res.statusCode, 200, path);
     t.equal(res.headers['cache-control'], 'no-store', path);
     const csp = String(res.headers['content-security-policy']);
@@ -60,7 +67,7 @@ t.test('every page carries no-store, a CSP without inline script, and anti-frami
     t.equal(res.headers['x-content-type-options'], 'nosniff', path);
     t.notMatch(res.body, /<script/i, `${path} has no script at all`);
   }
-  const css = await app.inject({ method: 'GET', url: '/login/assets/style.css' });
+  const css = await inject({ method: 'GET', url: '/login/assets/style.css' });
   t.equal(css.statusCode, 200);
   t.match(css.headers['content-type'], /text\/css/);
 });
@@ -112,7 +119,7 @@ t.test('a wrong e-mail and a wrong password get the same answer, and the session
 
 t.test('the application name is escaped wherever it is shown', async (t) => {
   const requestId = await startAuthorization(app);
-  const res = await app.inject({ method: 'GET', url: `/login/sign-in?request=${requestId}` });
+  const res = await inject({ method: 'GET', url: `/login/sign-in?request=${requestId}` });
   t.notMatch(res.body, /<script>alert/);
   t.match(res.body, /Evil &lt;script&gt;alert\(1\)&lt;\/script&gt; App/);
 });
@@ -135,7 +142,7 @@ t.test('sign-up sends a verification mail; the link verifies once and lands on t
   const res = await post('/login/sign-up', { csrf: page.csrf, request: requestId, name: 'Vera', email: 'vera@example.com', password: 'vera-password-1' }, page.jar);
   t.equal(res.statusCode, 303);
   const jar = { ...page.jar, ...cookiesOf(res) };
-  const cont = await app.inject({ method: 'GET', url: new URL(res.headers.location as string).pathname + new URL(res.headers.location as string).search, cookies: jar });
+  const cont = await inject({ method: 'GET', url: new URL(res.headers.location as string).pathname + new URL(res.headers.location as string).search, cookies: jar });
   t.match(cont.headers.location, /\/login\/verify-email\?request=/, 'unverified users are sent to verification');
 
   const mail = await smtp.waitFor('vera@example.com');
@@ -147,25 +154,43 @@ t.test('sign-up sends a verification mail; the link verifies once and lands on t
 
   // Opened where the request is gone (another device, or the request completed): the app's page.
   await database.db.updateTable('authorization_requests').set({ completed_at: new Date() }).where('id', '=', requestId).execute();
-  const confirmed = await app.inject({ method: 'GET', url: link.pathname + link.search });
+  const confirmed = await inject({ method: 'GET', url: link.pathname + link.search });
   t.equal(confirmed.statusCode, 303);
   t.equal(confirmed.headers.location, 'https://app.example.com/welcome', 'origin of the redirect_uri plus postVerificationRedirectPath');
   t.equal((await findUserByEmail(database.db, 'vera@example.com'))?.email_verified, true);
 
-  const again = await app.inject({ method: 'GET', url: link.pathname + link.search });
+  const again = await inject({ method: 'GET', url: link.pathname + link.search });
   t.equal(again.statusCode, 400, 'the link works once');
   t.match(again.body, /invalid, expired or was used already/);
 });
 
+t.test('a verification link opened in another browser verifies, but only the browser of the request continues it', async (t) => {
+  const requestId = await startAuthorization(app);
+  const page = await formPage(`/login/sign-up?request=${requestId}`);
+  const res = await post('/login/sign-up', { csrf: page.csrf, request: requestId, name: 'Otto', email: 'otto@example.com', password: 'otto-password-1' }, page.jar);
+  t.equal(res.statusCode, 303);
+  const jar = { ...page.jar, ...cookiesOf(res) };
+  const link = new URL(linkIn(await smtp.waitFor('otto@example.com')));
+  // Another browser (say, the phone that shows the mail) has a binding cookie of its own, or none.
+  const elsewhere = await inject({ method: 'GET', url: link.pathname + link.search, cookies: { 'idp.authz': generateToken() } });
+  t.equal(elsewhere.statusCode, 303, 'the application page, as when the request is gone');
+  t.equal(elsewhere.headers.location, 'https://app.example.com/welcome', 'never the continue URL of the request');
+  t.equal((await findUserByEmail(database.db, 'otto@example.com'))?.email_verified, true, 'the address is verified');
+  // The browser that started the request goes on from where it was: the consent step.
+  const back = await inject({ method: 'GET', url: `/api/auth/oauth2/authorize/continue?request=${requestId}`, cookies: jar });
+  t.equal(back.statusCode, 303);
+  t.match(back.headers.location, /\/login\/consent\?request=/);
+});
+
 t.test('signing out revokes the session server-side', async (t) => {
   const { jar } = await signedIn();
-  const home = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
+  const home = await inject({ method: 'GET', url: '/login/', cookies: jar });
   t.equal(home.statusCode, 200);
   t.match(home.body, /signed in as <strong>pat@example.com<\/strong>/);
   const out = await post('/login/sign-out', { csrf: hiddenField(home.body, 'csrf') }, jar);
   t.equal(out.statusCode, 200);
   t.match(out.body, /You are signed out/);
-  const stolen = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
+  const stolen = await inject({ method: 'GET', url: '/login/', cookies: jar });
   t.equal(stolen.statusCode, 303, 'the old cookie value no longer signs anyone in');
   t.equal(stolen.headers.location, '/login/sign-in');
 });
@@ -182,7 +207,7 @@ t.test('a password hash with old parameters is replaced on sign-in', async (t) =
 
 t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', async (t) => {
   const requestId = await startAuthorization(app);
-  const meta = await app.inject({ method: 'GET', url: `/api/auth/authorization-requests/${requestId}` });
+  const meta = await inject({ method: 'GET', url: `/api/auth/authorization-requests/${requestId}` });
   t.equal(meta.statusCode, 200);
   t.same(meta.json(), {
     clientId: client.clientId,
@@ -193,33 +218,33 @@ t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', a
       { name: 'email', label: 'E-mail address', consentDescription: 'See your e-mail address and whether it is verified' },
     ],
   });
-  const missing = await app.inject({ method: 'GET', url: '/api/auth/authorization-requests/nope' });
+  const missing = await inject({ method: 'GET', url: '/api/auth/authorization-requests/nope' });
   t.equal(missing.statusCode, 404);
   t.equal(missing.json().error, 'REQUEST_NOT_FOUND');
 
-  const wrong = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'wrong-password' } });
+  const wrong = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'wrong-password' } });
   t.equal(wrong.statusCode, 401);
   t.same(wrong.json(), { error: 'INVALID_CREDENTIALS', message: 'The e-mail address or password is not correct' });
-  const form = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: 'email=pat%40example.com&password=pat-password-1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const form = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: 'email=pat%40example.com&password=pat-password-1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   t.equal(form.statusCode, 415, 'a cross-site form cannot reach the JSON endpoint');
-  const foreign = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1' }, headers: { origin: 'https://evil.example' } });
+  const foreign = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1' }, headers: { origin: 'https://evil.example' } });
   t.equal(foreign.statusCode, 403);
 
-  const ok = await app.inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1', request: requestId } });
+  const ok = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1', request: requestId } });
   t.equal(ok.statusCode, 200);
   t.same(ok.json(), { status: true, redirectTo: `http://localhost:3000/api/auth/oauth2/authorize/continue?request=${requestId}` });
   t.equal(ok.headers['cache-control'], 'no-store');
   const jar = cookiesOf(ok);
-  const noSession = await app.inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' } });
+  const noSession = await inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' } });
   t.equal(noSession.statusCode, 401);
-  const consent = await app.inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' }, cookies: jar });
+  const consent = await inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' }, cookies: jar });
   t.equal(consent.statusCode, 200);
   const target = new URL(consent.json().redirectTo);
   t.equal(target.origin + target.pathname, redirectUri);
   t.ok(target.searchParams.get('code'));
   t.equal(target.searchParams.get('state'), 'st');
 
-  const out = await app.inject({ method: 'POST', url: '/api/auth/sign-out', cookies: jar });
+  const out = await inject({ method: 'POST', url: '/api/auth/sign-out', cookies: jar });
   t.equal(out.statusCode, 204);
   t.equal(out.body, '');
 });

@@ -110,7 +110,8 @@ t.test('errors: missing token, unknown token, another client, disabled user, dis
   const dora = await obtainTokens(app, { ...flow, email: 'dora@example.com', password: 'dora-password-1' });
   await app.services.users.setDisabled('dora@example.com', true, { actor: 'test' });
   const disabledUser = await refresh(dora.tokens.refresh_token!);
-  t.same(disabledUser.json(), { error: 'invalid_grant', error_description: 'the user is not available' });
+  // Disabling a user revokes their tokens (issue 12, item 4): the refresh token is revoked, not merely refused.
+  t.same(disabledUser.json(), { error: 'invalid_grant', error_description: 'the refresh token is invalid, expired or revoked' });
 
   const app2 = await app.services.applications.create({ clientName: 'Soon disabled', redirectUris: [redirectUri], allowedScopes: ['openid', 'offline_access'] }, { actor: 'test' });
   const t2 = await obtainTokens(app, { ...flow, clientId: app2.clientId, scope: 'openid offline_access' });

@@ -90,8 +90,10 @@ async function getCode(options: { jar?: Jar; clientId?: string; redirectUri?: st
   let res = await app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, cookies: jar });
   let location = new URL(String(res.headers.location));
   if (location.pathname === '/login/consent') {
-    const page = await app.inject({ method: 'GET', url: `${location.pathname}${location.search}`, cookies: jar });
-    const merged = { ...jar, ...cookiesOf(page) };
+    // The browser keeps the request-binding cookie that authorize set.
+    const browser = { ...jar, ...cookiesOf(res) };
+    const page = await app.inject({ method: 'GET', url: `${location.pathname}${location.search}`, cookies: browser });
+    const merged = { ...browser, ...cookiesOf(page) };
     res = await app.inject({
       method: 'POST',
       url: '/login/consent',
@@ -392,7 +394,8 @@ t.test('a user disabled after the code was issued gets no tokens; a disabled app
   const other = await createUser('later-disabled');
   const grant = await getCode({ jar: other.jar });
   await app.services.users.setDisabled(other.user.id, true, actor);
-  expectError(t, await token(exchangeForm(grant)), 400, 'invalid_grant', /not available/, 'disabled user');
+  // Disabling revokes what the user held, unexchanged codes included (issue 12, item 4).
+  expectError(t, await token(exchangeForm(grant)), 400, 'invalid_grant', /invalid, expired or already used/, 'disabled user');
 
   const soon = await app.services.applications.create({ clientName: 'Soon Disabled', redirectUris: [REDIRECT] }, actor);
   const appGrant = await getCode({ clientId: soon.clientId });
