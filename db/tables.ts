@@ -215,7 +215,12 @@ export interface Database {
 
 export type UserRow = Selectable<UsersTable>;
 export type NewUserRow = Insertable<UsersTable>;
-export type UserUpdate = Updateable<UsersTable>;
+export type UserRowUpdate = Updateable<UsersTable>;
+/** Old name of UserRowUpdate (db/repositories use it); not the domain's UserUpdate. */
+export type UserUpdate = UserRowUpdate;
 export type ApplicationRow = Selectable<ApplicationsTable>;
 export type NewApplicationRow = Insertable<ApplicationsTable>;
-export type ApplicationUpdate = Updateable<ApplicationsTable>;
+export type ApplicationRowUpdate = Updateable<ApplicationsTable>;
+/** Old name of ApplicationRowUpdate (db/repositories use it); not the domain's ApplicationUpdate. */
+export type ApplicationUpdate = ApplicationRowUpdate;
+export type SessionRow = Selectable<SessionsTable>;

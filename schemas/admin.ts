@@ -1,48 +1,20 @@
-// Admin API bodies. Shapes only; the URL and scope rules live in src/services and src/oauth, so the
-// CLI and the API apply the same ones.
+// Admin API bodies. Shapes only: the input schemas and the rules behind them are the domain's
+// (src/domain), so the CLI, the admin web and the API apply the same ones; the response schemas
+// here must describe the domain types exactly (checked at compile time below).
 import Type, { type Static } from 'typebox';
-import { SCOPE_NAMES } from '../src/oauth/scopes.js';
+import { ApplicationCreateSchema, ApplicationUpdateSchema, CLIENT_ID_PATTERN } from '../src/domain/application.js';
+import type { Application } from '../src/domain/application.js';
+import { RoleSchema, UserCreateSchema, UserUpdateSchema } from '../src/domain/user.js';
+import type { User } from '../src/domain/user.js';
 
-export const CLIENT_ID_PATTERN = '^[A-Za-z0-9._~-]{1,128}$';
-const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });
-const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
-const ScopeName = Type.Enum([...SCOPE_NAMES]);
-const UrlList = Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { maxItems: 100 });
+// Re-exported for the routes and for modules that still import them from here.
+export { ApplicationCreateSchema, ApplicationUpdateSchema, CLIENT_ID_PATTERN, UserCreateSchema, UserUpdateSchema };
+export type { Application, ApplicationCreate, ApplicationUpdate } from '../src/domain/application.js';
+export type { User, UserCreate, UserUpdate } from '../src/domain/user.js';
+/** admin: may use the admin web (ADMIN_URL); user: everyone else. */
+export const Role = RoleSchema;
 
 export const ClientIdParamsSchema = Type.Object({ clientId: Type.String({ minLength: 1, maxLength: 256 }) });
-
-export const ApplicationCreateSchema = Type.Object(
-  {
-    clientId: Type.Optional(Type.String({ pattern: CLIENT_ID_PATTERN, description: 'generated when absent' })),
-    clientName: Text(200),
-    clientDescription: Type.Optional(Nullable(Text(2000))),
-    clientLogoUrl: Type.Optional(Nullable(Text(2048))),
-    redirectUris: Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { minItems: 1, maxItems: 100 }),
-    allowedWebOrigins: Type.Optional(UrlList),
-    postLogoutRedirectUris: Type.Optional(UrlList),
-    postVerificationRedirectPath: Type.Optional(Nullable(Text(1024))),
-    allowedScopes: Type.Optional(Type.Array(ScopeName, { minItems: 1, uniqueItems: true })),
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-export type ApplicationCreate = Static<typeof ApplicationCreateSchema>;
-
-export const ApplicationUpdateSchema = Type.Object(
-  {
-    clientName: Type.Optional(Text(200)),
-    clientDescription: Type.Optional(Nullable(Text(2000))),
-    clientLogoUrl: Type.Optional(Nullable(Text(2048))),
-    redirectUris: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { minItems: 1, maxItems: 100 })),
-    allowedWebOrigins: Type.Optional(UrlList),
-    postLogoutRedirectUris: Type.Optional(UrlList),
-    postVerificationRedirectPath: Type.Optional(Nullable(Text(1024))),
-    allowedScopes: Type.Optional(Type.Array(ScopeName, { minItems: 1, uniqueItems: true })),
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false, minProperties: 1 },
-);
-export type ApplicationUpdate = Static<typeof ApplicationUpdateSchema>;
 
 export const ApplicationSchema = Type.Object({
   clientId: Type.String(),
@@ -59,7 +31,6 @@ export const ApplicationSchema = Type.Object({
   createdAt: Type.Union([Type.String(), Type.Null()]),
   updatedAt: Type.Union([Type.String(), Type.Null()]),
 });
-export type Application = Static<typeof ApplicationSchema>;
 
 export const ApplicationListSchema = Type.Object({
   items: Type.Array(ApplicationSchema),
@@ -67,50 +38,6 @@ export const ApplicationListSchema = Type.Object({
 });
 
 export const UserIdParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 320 }) });
-
-const Email = Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$' });
-const Password = Type.String({ minLength: 8, maxLength: 128 });
-const Permissions = Type.Array(Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S+$' }), {
-  maxItems: 200,
-  uniqueItems: true,
-});
-
-/** admin: may use the admin web (ADMIN_URL); user: everyone else. */
-export const Role = Type.Union([Type.Literal('user'), Type.Literal('admin')], { description: 'user or admin' });
-
-export const UserCreateSchema = Type.Object(
-  {
-    email: Email,
-    password: Type.Optional(Password),
-    name: Type.Optional(Nullable(Text(200))),
-    givenName: Type.Optional(Nullable(Text(200))),
-    familyName: Type.Optional(Nullable(Text(200))),
-    picture: Type.Optional(Nullable(Text(2048))),
-    emailVerified: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Permissions),
-    disabled: Type.Optional(Type.Boolean()),
-    role: Type.Optional(Role),
-  },
-  { additionalProperties: false },
-);
-export type UserCreate = Static<typeof UserCreateSchema>;
-
-export const UserUpdateSchema = Type.Object(
-  {
-    email: Type.Optional(Email),
-    password: Type.Optional(Password),
-    name: Type.Optional(Nullable(Text(200))),
-    givenName: Type.Optional(Nullable(Text(200))),
-    familyName: Type.Optional(Nullable(Text(200))),
-    picture: Type.Optional(Nullable(Text(2048))),
-    emailVerified: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Permissions),
-    disabled: Type.Optional(Type.Boolean()),
-    role: Type.Optional(Role),
-  },
-  { additionalProperties: false, minProperties: 1 },
-);
-export type UserUpdate = Static<typeof UserUpdateSchema>;
 
 export const UserSchema = Type.Object({
   id: Type.String(),
@@ -127,12 +54,18 @@ export const UserSchema = Type.Object({
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
-export type User = Static<typeof UserSchema>;
 
 export const UserListSchema = Type.Object({
   items: Type.Array(UserSchema),
   nextCursor: Type.Optional(Type.String()),
 });
+
+// The response schemas describe the domain types, no more and no less (a compile error otherwise).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const describesApplication: Same<Static<typeof ApplicationSchema>, Application> = true;
+const describesUser: Same<Static<typeof UserSchema>, User> = true;
+void describesApplication;
+void describesUser;
 
 export const AuditQuerySchema = Type.Object(
   {

@@ -1,16 +1,15 @@
 // Applications declared in STATIC_APPLICATIONS_FILE: read and validated once at start, read-only afterwards.
 import { readFileSync } from 'node:fs';
-import Type from 'typebox';
-import { ApplicationCreateSchema, CLIENT_ID_PATTERN, type Application, type ApplicationCreate } from '../schemas/admin.js';
+import {
+  applicationProblems,
+  StaticApplicationSchema,
+  type Application,
+  type ApplicationCreate,
+} from './domain/application.js';
 import { DEFAULT_ALLOWED_SCOPES } from './oauth/scopes.js';
-import { applicationProblems, type StaticApplications } from './services/applications.js';
+import type { StaticApplications } from './services/applications.js';
 import { schemaProblems } from './validate.js';
 import type { FieldProblem } from './errors.js';
-
-const StaticApplicationSchema = Type.Object(
-  { ...ApplicationCreateSchema.properties, clientId: Type.String({ pattern: CLIENT_ID_PATTERN }) },
-  { additionalProperties: false },
-);
 
 export class StaticApplicationsError extends Error {
   constructor(

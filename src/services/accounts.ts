@@ -4,14 +4,15 @@ import type { Db } from '../../db/create-db.js';
 import { findUserByEmail, findUserById, insertUser, updateUserRow } from '../../db/repositories/users.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { consumeEmailVerificationToken, insertEmailVerificationToken, markAddressVerified } from '../../db/repositories/email-verification.js';
-import type { UserRow } from '../../db/tables.js';
 import type { Config } from '../config.js';
+import type { AccountUser } from '../domain/user.js';
 import { AppError } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
 import { verificationMail } from '../mail/templates.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, needsRehash, passwordLengthProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
+import { toAccountUser } from './rows.js';
 import type { SessionService } from './sessions.js';
 
 export interface RequestMeta {
@@ -27,7 +28,7 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 export function createAccountService(deps: { db: Db; config: Config; sessions: SessionService; mailer: Mailer }) {
   const { db, config } = deps;
 
-  async function sendVerification(user: UserRow, pending: { requestId?: string | undefined; clientId?: string | undefined; clientName?: string | undefined; redirectUri?: string | undefined }) {
+  async function sendVerification(user: Pick<AccountUser, 'id' | 'email'>, pending: { requestId?: string | undefined; clientId?: string | undefined; clientName?: string | undefined; redirectUri?: string | undefined }) {
     const token = generateToken();
     await insertEmailVerificationToken(db, {
       token_hash: hashToken(token),
@@ -77,7 +78,7 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
           return { user, token, sessionId: session.id };
         });
         await sendVerification(user, pending);
-        return { user, sessionToken: token, sessionId };
+        return { user: toAccountUser(user), sessionToken: token, sessionId };
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw new AppError(409, 'EMAIL_TAKEN', 'An account with this e-mail address exists already; sign in instead', [{ field: 'email', message: 'An account with this e-mail address exists already; sign in instead' }]);
@@ -101,7 +102,7 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
         await appendAuditEvent(trx, { type: 'user.signed_in', userId: user.id, ip: meta.ip, detail: { sessionId: created.session.id } });
         return created;
       });
-      return { user, sessionToken: token, sessionId: session.id };
+      return { user: toAccountUser(user), sessionToken: token, sessionId: session.id };
     },
 
     /** Consumes a verification link: marks the address verified; says where the user goes next. */
@@ -113,11 +114,14 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
         const user = await markAddressVerified(trx, row.user_id, row.email);
         if (!user) return undefined;
         await appendAuditEvent(trx, { type: 'user.email_verified', userId: user.id, clientId: row.client_id });
-        return { user, requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };
+        return { user: toAccountUser(user), requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };
       });
     },
 
-    findUser: (id: string) => findUserById(db, id),
+    findUser: async (id: string): Promise<AccountUser | undefined> => {
+      const row = await findUserById(db, id);
+      return row && toAccountUser(row);
+    },
   };
 }
 

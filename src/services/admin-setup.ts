@@ -14,6 +14,7 @@ import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, passwordLengthProblem } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { RequestMeta } from './accounts.js';
+import { toAccountUser } from './rows.js';
 import type { SessionService } from './sessions.js';
 
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
@@ -98,7 +99,7 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
           await appendAuditEvent(trx, { type: 'user.created', actor: 'setup-link', ip: meta.ip, userId: user.id, detail: { role: 'admin' } });
           const { token: sessionToken } = await deps.sessions.create(user.id, meta, trx);
           await appendAuditEvent(trx, { type: 'user.signed_in', userId: user.id, ip: meta.ip, detail: { via: 'setup-link' } });
-          return { user, sessionToken };
+          return { user: toAccountUser(user), sessionToken };
         });
       } catch (error) {
         if (isUniqueViolation(error)) {

@@ -1,21 +1,21 @@
 // Application management: the one implementation behind the admin API, the CLI and (later) the admin web.
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
-import type { ApplicationRow } from '../../db/tables.js';
 import * as repo from '../../db/repositories/applications.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import {
   ApplicationCreateSchema,
   ApplicationUpdateSchema,
+  applicationProblems,
   type Application,
   type ApplicationCreate,
   type ApplicationUpdate,
-} from '../../schemas/admin.js';
-import { AppError, conflict, notFound, validationError, type FieldProblem } from '../errors.js';
+} from '../domain/application.js';
+import { AppError, conflict, notFound, validationError } from '../errors.js';
 import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
-import { redirectPathProblem, redirectUriProblem, webOriginProblem, webUrlProblem } from '../oauth/redirect-uri.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
+import { toApplication } from './rows.js';
 
 export interface ActorContext {
   /** Who did it, for the audit trail: "admin-api", "cli:alice", a user id... */
@@ -39,57 +39,6 @@ export interface ApplicationServiceDeps {
 export interface Page<T> {
   items: T[];
   nextCursor?: string;
-}
-
-/** Semantic rules shared by created, updated and static applications; prefix names the field path. */
-export function applicationProblems(input: Partial<ApplicationCreate>, prefix = ''): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  const at = (field: string) => (prefix ? `${prefix}.${field}` : field);
-  input.redirectUris?.forEach((uri, i) => {
-    const problem = redirectUriProblem(uri);
-    if (problem) problems.push({ field: at(`redirectUris.${i}`), message: problem });
-  });
-  if (input.redirectUris && new Set(input.redirectUris).size !== input.redirectUris.length) {
-    problems.push({ field: at('redirectUris'), message: 'must not contain duplicates' });
-  }
-  input.postLogoutRedirectUris?.forEach((uri, i) => {
-    const problem = redirectUriProblem(uri);
-    if (problem) problems.push({ field: at(`postLogoutRedirectUris.${i}`), message: problem });
-  });
-  input.allowedWebOrigins?.forEach((origin, i) => {
-    const problem = webOriginProblem(origin);
-    if (problem) problems.push({ field: at(`allowedWebOrigins.${i}`), message: problem });
-  });
-  if (input.clientLogoUrl) {
-    const problem = webUrlProblem(input.clientLogoUrl);
-    if (problem) problems.push({ field: at('clientLogoUrl'), message: problem });
-  }
-  if (input.postVerificationRedirectPath) {
-    const problem = redirectPathProblem(input.postVerificationRedirectPath);
-    if (problem) problems.push({ field: at('postVerificationRedirectPath'), message: problem });
-  }
-  if (input.allowedScopes && !input.allowedScopes.includes('openid')) {
-    problems.push({ field: at('allowedScopes'), message: 'must include openid (this is an OpenID Connect provider)' });
-  }
-  return problems;
-}
-
-export function toApplication(row: ApplicationRow): Application {
-  return {
-    clientId: row.client_id,
-    clientName: row.name,
-    clientDescription: row.description,
-    clientLogoUrl: row.logo_url,
-    redirectUris: row.redirect_uris,
-    allowedWebOrigins: row.allowed_web_origins,
-    postLogoutRedirectUris: row.post_logout_redirect_uris,
-    postVerificationRedirectPath: row.post_verification_redirect_path,
-    allowedScopes: row.allowed_scopes,
-    enabled: row.enabled,
-    source: 'database',
-    createdAt: new Date(row.created_at).toISOString(),
-    updatedAt: new Date(row.updated_at).toISOString(),
-  };
 }
 
 /** 192 bits from the CSPRNG, URL-safe: unguessable and within the client-id alphabet. */

@@ -1,21 +1,23 @@
 // Hosted-login sessions: an opaque cookie value, only its hash stored; absolute and idle lifetimes.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
-import { insertSession, revokeSessionByHash, touchLiveSession, type SessionRow } from '../../db/repositories/sessions.js';
+import { insertSession, revokeSessionByHash, touchLiveSession } from '../../db/repositories/sessions.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { revokeSessionAccessTokens } from '../../db/repositories/authorization.js';
-import type { UserRow } from '../../db/tables.js';
+import type { Session, SessionContext } from '../domain/session.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
+import { toAccountUser, toSession } from './rows.js';
 
-export interface SessionContext {
-  session: SessionRow;
-  user: UserRow;
-}
+export type { SessionContext } from '../domain/session.js';
 
 export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSeconds: number }) {
   const { db } = deps;
   return {
-    async create(userId: string, meta: { ip: string | null; userAgent: string | null }, trx: Db = db) {
+    async create(
+      userId: string,
+      meta: { ip: string | null; userAgent: string | null },
+      trx: Db = db,
+    ): Promise<{ token: string; session: Session }> {
       const token = generateToken();
       const now = new Date();
       const session = await insertSession(trx, {
@@ -27,11 +29,12 @@ export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSec
         ip: meta.ip,
         user_agent: meta.userAgent?.slice(0, 512) ?? null,
       });
-      return { token, session };
+      return { token, session: toSession(session) };
     },
     async resolve(token: string | undefined): Promise<SessionContext | undefined> {
       if (!token || token.length > 100) return undefined;
-      return touchLiveSession(db, hashToken(token), deps.idleSeconds);
+      const live = await touchLiveSession(db, hashToken(token), deps.idleSeconds);
+      return live && { session: toSession(live.session), user: toAccountUser(live.user) };
     },
     async revoke(token: string, actor: { ip?: string | null }) {
       await db.transaction().execute(async (trx) => {

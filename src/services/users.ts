@@ -14,44 +14,24 @@ import * as repo from '../../db/repositories/users.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { deleteUserEmailVerificationTokens } from '../../db/repositories/email-verification.js';
 import { revokeUserPasswordResetTokens } from '../../db/repositories/password-reset.js';
-import { UserCreateSchema, UserUpdateSchema, type User, type UserCreate, type UserUpdate } from '../../schemas/admin.js';
-import { conflict, notFound, validationError, type FieldProblem } from '../errors.js';
-import { webUrlProblem } from '../oauth/redirect-uri.js';
+import {
+  UserCreateSchema,
+  UserUpdateSchema,
+  userProblems,
+  type User,
+  type UserCreate,
+  type UserUpdate,
+} from '../domain/user.js';
+import { conflict, notFound, validationError } from '../errors.js';
 import { hashPassword } from '../passwords.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { ActorContext, Page } from './applications.js';
 import { revokeUserAccess } from './revocation.js';
+import { toUser } from './rows.js';
 
 export interface UserServiceDeps {
   db: Db;
-}
-
-export function toUser(row: UserRow): User {
-  return {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    givenName: row.given_name,
-    familyName: row.family_name,
-    picture: row.picture,
-    emailVerified: row.email_verified,
-    permissions: row.permissions,
-    disabled: row.disabled,
-    role: row.role,
-    hasPassword: row.password_hash !== null,
-    createdAt: new Date(row.created_at).toISOString(),
-    updatedAt: new Date(row.updated_at).toISOString(),
-  };
-}
-
-function userProblems(input: Partial<UserCreate>): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  if (input.picture) {
-    const problem = webUrlProblem(input.picture);
-    if (problem) problems.push({ field: 'picture', message: problem });
-  }
-  return problems;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
