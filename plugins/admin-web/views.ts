@@ -1,7 +1,8 @@
 // Admin web pages: server-rendered, no JavaScript (progressive enhancement only), every value escaped.
 import { html, type Html } from '../../src/html.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
-import type { Application, User } from '../../schemas/admin.js';
+import type { Application } from '../../src/domain/application.js';
+import type { User } from '../../src/domain/user.js';
 import type { AuditEvent } from '../../src/services/audit.js';
 
 export type Errors = Record<string, string | undefined>;

@@ -8,7 +8,7 @@ import { AppError } from '../../src/errors.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { AuthorizeRenderError } from '../../src/services/authorization.js';
-import type { SessionContext } from '../../src/services/sessions.js';
+import type { SessionContext } from '../../src/domain/session.js';
 import { sendDecision } from '../oidc/authorize.js';
 import { securityHeaders } from './security.js';
 import * as views from './views.js';

@@ -8,7 +8,7 @@ import type { Config } from '../../src/config.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { AppError } from '../../src/errors.js';
 import { appendQuery, type RawParams } from '../../src/services/authorization.js';
-import type { Application } from '../../schemas/admin.js';
+import type { Application } from '../../src/domain/application.js';
 import { createCsrf } from '../login/csrf.js';
 import { securityHeaders } from '../login/security.js';
 import * as views from '../login/views.js';

@@ -1,7 +1,7 @@
 // /api/public/*: metadata that needs no token.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { CLIENT_ID_PATTERN } from '../../schemas/admin.js';
+import { CLIENT_ID_PATTERN } from '../../src/domain/application.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 
