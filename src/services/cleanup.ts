@@ -1,13 +1,13 @@
 // The clean-up job: expired codes, tokens, sessions, pending requests and verification links, plus
 // retired signing keys past the longest ID-token lifetime. Small batches, a pause between them, so it
 // never holds up requests.
-import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/create-db.js';
 import { deleteExpiredBatch, expiryRules, wipeExpiredSuccessors } from '../../db/repositories/cleanup.js';
 import { deleteExpiredRetiredKeys } from '../../db/repositories/signing-keys.js';
 import type { Config } from '../config.js';
+import type { ServiceLog } from './log.js';
 
-export function createCleanupJob(deps: { db: Db; config: Config; log: FastifyBaseLogger; batchSize?: number; jwksMaxAgeSeconds: number }) {
+export function createCleanupJob(deps: { db: Db; config: Config; log: ServiceLog; batchSize?: number; jwksMaxAgeSeconds: number }) {
   const batchSize = deps.batchSize ?? 500;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<Record<string, number>> | undefined;

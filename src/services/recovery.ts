@@ -8,7 +8,6 @@
 //    request supersedes the older link.
 //  - A reset sets the new hash and revokes every session, grant, access and refresh token (offline ones
 //    too) and every outstanding code in one transaction; the user is not signed in.
-import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import * as resets from '../../db/repositories/password-reset.js';
@@ -22,6 +21,7 @@ import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, passwordLengthProblem } from '../passwords.js';
 import type { RequestMeta } from './accounts.js';
 import { revokeUserAccess } from './revocation.js';
+import type { ServiceLog } from './log.js';
 
 export const GENERIC_RESET_RESPONSE = {
   status: true as const,
@@ -36,7 +36,7 @@ export function passwordChangedNotice(config: Pick<Config, 'loginUrl'>, email: s
 export const invalidResetToken = () => new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
 
-export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; log: FastifyBaseLogger }) {
+export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; log: ServiceLog }) {
   const { db, config, log } = deps;
   const background = new Set<Promise<void>>();
   /** The hosted reset page: where links go when the caller's target is not usable. */
