@@ -1,0 +1,72 @@
+// The dispatcher: the first word picks the command group, each in a module of its own; a group with
+// subcommands gets the word after it (see splitSubcommand). Exit codes: 0 success, 1 the operation
+// failed, 2 usage error (errors.ts maps each failure).
+import { adminCommand } from './admin.js';
+import { appsCommand } from './apps.js';
+import { splitSubcommand } from './args.js';
+import { envCommand } from './env.js';
+import { reportError, UsageError } from './errors.js';
+import type { Io } from './io.js';
+import { keysCommand } from './keys.js';
+import { migrateCommand } from './migrate.js';
+import { serveCommand } from './serve.js';
+import { usersCommand } from './users.js';
+
+export type { Io } from './io.js';
+
+const HELP = `idp: self-hostable OpenID Connect provider
+
+Usage: idp <command> [options]
+
+Commands:
+  serve                  start the provider (applies pending migrations first)
+  migrate                apply pending database migrations (--status to list them)
+  apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete
+  users <subcommand>     manage users: create, list, show, update, enable, disable, delete
+  keys <subcommand>      signing keys: list, rotate, retire
+  admin setup-link       print a one-time link to create the first admin (only while there is none)
+  env                    list every environment variable with its default
+
+Global options:
+  --json                 machine-readable output (one JSON document on stdout)
+  -h, --help             help for any command, e.g. idp apps create --help
+
+Configuration comes from environment variables (see idp env). Without DATABASE_URL the embedded
+database in DATA_DIR (./data) is used; only one process can open it, so while the server runs,
+manage it through the admin API (/api/admin/*, enabled by ADMIN_API_TOKEN).
+
+Exit codes: 0 success, 1 the operation failed, 2 usage error.`;
+
+type Command = (rest: string[], io: Io) => Promise<void> | void;
+type Group = (sub: string | undefined, rest: string[], io: Io) => Promise<void>;
+
+const withSubcommand =
+  (name: string, group: Group): Command =>
+  (rest, io) =>
+    group(...splitSubcommand(name, rest), io);
+
+const COMMANDS = new Map<string, Command>([
+  ['serve', serveCommand],
+  ['migrate', migrateCommand],
+  ['apps', withSubcommand('apps', appsCommand)],
+  ['users', withSubcommand('users', usersCommand)],
+  ['keys', withSubcommand('keys', keysCommand)],
+  ['admin', withSubcommand('admin', adminCommand)],
+  ['env', (_rest, io) => envCommand(io)],
+]);
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
+      io.out(HELP);
+      return command === undefined ? 2 : 0;
+    }
+    const handler = COMMANDS.get(command);
+    if (!handler) throw new UsageError(`unknown command "${command}" (see idp --help)`);
+    await handler(rest, io);
+    return 0;
+  } catch (error) {
+    return reportError(error, io);
+  }
+}

@@ -1,0 +1,214 @@
+import { createUserService } from '../services/users.js';
+import { passwordChangedNotice } from '../services/recovery.js';
+import { createUserAccessService } from '../services/user-access.js';
+import type { User } from '../../schemas/admin.js';
+import {
+  checkBeforeOpening,
+  checkSubcommand,
+  clearable,
+  compact,
+  flagPair,
+  LIST_OPTIONS,
+  listQuery,
+  noArguments,
+  one,
+  parse,
+  type Options,
+  type Values,
+} from './args.js';
+import { actor, loadCliConfig, withDatabase } from './context.js';
+import { UsageError } from './errors.js';
+import { printList, type Io } from './io.js';
+import { cliMailer } from './mailer.js';
+
+export const USERS_HELP = `Usage: idp users <create|list|show|update|enable|disable|delete> [options]
+
+  create   --email EMAIL [--password-stdin | --password PASSWORD] [options]
+  list     [--search TEXT] [--limit N] [--cursor C]
+  show     <id or email>
+  update   <id or email> [options]
+  enable   <id or email>
+  disable  <id or email>
+  delete   <id or email> --yes
+  sessions <id or email> [--revoke [--session ID]]   list, or revoke all (or one) sessions and their tokens
+  grants   <id or email> [--revoke [--grant ID]]     list, or revoke all (or one) grants, their tokens and consents
+
+Options for create and update:
+  --email EMAIL                   update only changes it when given
+  --password-stdin                read the password from standard input (preferred)
+  --password PASSWORD             visible to other local users in the process list; avoid
+  --name NAME  --given-name NAME  --family-name NAME  --picture URL   ("" clears on update)
+  --verified / --unverified       e-mail verification state
+  --permission P                  repeat for several; replaces the list on update (--no-permissions clears)
+  --disabled / --enabled
+  --admin / --no-admin            the admin role: may sign in to the admin web (ADMIN_URL)`;
+
+const USER_OPTIONS = {
+  admin: { type: 'boolean' },
+  'no-admin': { type: 'boolean' },
+  email: { type: 'string' },
+  password: { type: 'string' },
+  'password-stdin': { type: 'boolean' },
+  name: { type: 'string' },
+  'given-name': { type: 'string' },
+  'family-name': { type: 'string' },
+  picture: { type: 'string' },
+  verified: { type: 'boolean' },
+  unverified: { type: 'boolean' },
+  permission: { type: 'string', multiple: true },
+  'no-permissions': { type: 'boolean' },
+  disabled: { type: 'boolean' },
+  enabled: { type: 'boolean' },
+} as const;
+
+const SUBCOMMAND_OPTIONS = new Map<string | undefined, Options>([
+  ['list', LIST_OPTIONS],
+  ['create', USER_OPTIONS],
+  ['update', USER_OPTIONS],
+  ['sessions', { revoke: { type: 'boolean' }, session: { type: 'string' } }],
+  ['grants', { revoke: { type: 'boolean' }, grant: { type: 'string' } }],
+]);
+
+function describeUser(u: User): string {
+  const lines: Array<[string, string]> = [
+    ['ID', u.id],
+    ['E-mail', `${u.email}${u.emailVerified ? ' (verified)' : ' (not verified)'}`],
+    ['Name', u.name ?? '-'],
+    ['Given name', u.givenName ?? '-'],
+    ['Family name', u.familyName ?? '-'],
+    ['Picture', u.picture ?? '-'],
+    ['Permissions', u.permissions.join(' ') || '-'],
+    ['Disabled', u.disabled ? 'yes' : 'no'],
+    ['Role', u.role],
+    ['Password set', u.hasPassword ? 'yes' : 'no'],
+    ['Created', u.createdAt],
+    ['Updated', u.updatedAt],
+  ];
+  return lines.map(([k, v]) => `${`${k}:`.padEnd(15)}${v}`).join('\n');
+}
+
+function passwordOf(values: Values, io: Io): string | undefined {
+  if (values.password !== undefined && values['password-stdin']) {
+    throw new UsageError('give --password or --password-stdin, not both');
+  }
+  if (values['password-stdin']) return io.stdin().replace(/\r?\n$/, '');
+  return values.password as string | undefined;
+}
+
+/** What create and update send to the service: absent options stay absent. */
+function userInput(sub: string, values: Values, password: string | undefined): Record<string, unknown> {
+  const flags = sub === 'create' || sub === 'update';
+  const role = (admin: boolean | undefined) => (admin === undefined ? undefined : admin ? 'admin' : 'user');
+  // In this order: with several contradictions, the first one is reported.
+  return compact({
+    email: values.email as string | undefined,
+    password,
+    name: clearable(values.name),
+    givenName: clearable(values['given-name']),
+    familyName: clearable(values['family-name']),
+    picture: clearable(values.picture),
+    emailVerified: flags ? flagPair(values, 'verified', 'unverified') : undefined,
+    permissions: values['no-permissions'] ? [] : (values.permission as string[] | undefined),
+    disabled: flags ? flagPair(values, 'disabled', 'enabled') : undefined,
+    role: flags ? role(flagPair(values, 'admin', 'no-admin')) : undefined,
+  }) as Record<string, unknown>;
+}
+
+export async function usersCommand(sub: string | undefined, rest: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(rest, SUBCOMMAND_OPTIONS.get(sub) ?? {});
+  if (values.help || !sub) return io.out(USERS_HELP);
+  if (sub === 'sessions' || sub === 'grants') return userAccessCommand(sub, values, positionals, io);
+  checkSubcommand('users', sub, ['create', 'list', 'show', 'update', 'enable', 'disable', 'delete']);
+  const json = Boolean(values.json);
+  const print = (u: User) => io.out(json ? JSON.stringify(u, null, 2) : describeUser(u));
+
+  const password = passwordOf(values, io);
+  if (values.permission && values['no-permissions']) {
+    throw new UsageError('--permission and --no-permissions contradict each other');
+  }
+  if (sub === 'create') {
+    noArguments(positionals);
+    if (!values.email) throw new UsageError('--email is required');
+  }
+  const input = userInput(sub, values, password);
+
+  // Refuses an empty update and a delete without --yes, so the cases below need not.
+  checkBeforeOpening(sub, positionals, values, input, 'user id or e-mail', 'disable the user instead');
+  const config = loadCliConfig(io);
+  await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
+    const users = createUserService({ db });
+    switch (sub) {
+      case 'create': {
+        const created = await users.create(input as never, actor());
+        if (!json) io.err(`Created user ${created.id}`);
+        return print(created);
+      }
+      case 'list':
+        return printList(io, json, await users.list(listQuery(values)), {
+          empty: 'No users.',
+          header: ['ID', 'E-MAIL', 'VERIFIED', 'DISABLED', 'NAME'],
+          row: (u) => [u.id, u.email, u.emailVerified ? 'yes' : 'no', u.disabled ? 'yes' : 'no', u.name ?? ''],
+          command: 'idp users list',
+        });
+      case 'show':
+        return print(await users.get(one(positionals, 'user id or e-mail')));
+      case 'update': {
+        // A password set here is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl).
+        const mailer = password !== undefined ? cliMailer(config, io) : undefined;
+        if (mailer) users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
+        try {
+          return print(await users.update(one(positionals, 'user id or e-mail'), input as never, actor()));
+        } finally {
+          await mailer?.close();
+        }
+      }
+      case 'enable':
+      case 'disable':
+        return print(await users.setDisabled(one(positionals, 'user id or e-mail'), sub === 'disable', actor()));
+      case 'delete': {
+        const ref = one(positionals, 'user id or e-mail');
+        await users.remove(ref, actor());
+        return io.out(json ? JSON.stringify({ deleted: ref }) : `Deleted user ${ref}`);
+      }
+    }
+  });
+}
+
+/** `idp users sessions|grants <user> [--revoke [--session ID | --grant ID]]`. */
+async function userAccessCommand(
+  sub: 'sessions' | 'grants',
+  values: Values,
+  positionals: string[],
+  io: Io,
+): Promise<void> {
+  const ref = one(positionals, 'user id or e-mail');
+  const single = (values.session ?? values.grant) as string | undefined;
+  if (single && !values.revoke) {
+    throw new UsageError(`--${sub === 'sessions' ? 'session' : 'grant'} goes with --revoke`);
+  }
+  const json = Boolean(values.json);
+  const config = loadCliConfig(io);
+  await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
+    const access = createUserAccessService({ db, users: createUserService({ db }) });
+    if (values.revoke) {
+      const result =
+        sub === 'sessions'
+          ? await access.revokeSessions(ref, actor(), single)
+          : await access.revokeGrants(ref, actor(), single);
+      const sessions = 'sessions' in result ? `${result.sessions} session(s) and ` : '';
+      return io.out(json ? JSON.stringify(result) : `Revoked ${sessions}${result.grants} grant(s) with their tokens`);
+    }
+    if (sub === 'sessions') {
+      return printList(io, json, { items: await access.listSessions(ref) }, {
+        empty: 'No sessions.',
+        header: ['SESSION', 'ACTIVE', 'SIGNED IN', 'LAST SEEN', 'IP'],
+        row: (s) => [s.id, s.active ? 'yes' : 'no', s.authTime, s.lastSeenAt, s.ip ?? '-'],
+      });
+    }
+    printList(io, json, { items: await access.listGrants(ref) }, {
+      empty: 'No grants.',
+      header: ['GRANT', 'CLIENT ID', 'SCOPE', 'CREATED', 'REVOKED'],
+      row: (g) => [g.id, g.clientId, g.scope, g.createdAt, g.revokedAt ?? '-'],
+    });
+  });
+}
