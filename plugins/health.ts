@@ -41,7 +41,7 @@ const healthPlugin: FastifyPluginAsyncTypebox = async (app) => {
       reply.header('cache-control', 'no-store');
       try {
         await app.database.ping(2000);
-        return { status: 'ready' as const, database: app.database.engine, mail: app.mailer.stats() };
+        return { status: 'ready' as const, database: app.database.engine, mail: app.services.mailer.stats() };
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed: database unavailable');
         return reply.code(503).send({

@@ -1,7 +1,7 @@
 // buildApp(config): the whole HTTP application, without listening. Registration order is explicit
 // (no autoload): it is a security property.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import cookie from '@fastify/cookie';
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -9,8 +9,6 @@ import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
 import type { StaticApplications } from './services/applications.js';
-import { AppError, validationError, type FieldProblem } from './errors.js';
-import { describeSchemaErrors } from './validate.js';
 import { loggerOptions } from './logger.js';
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH, serviceUnavailableWhileClosing } from './framework-errors.js';
 import { loadStaticApplications } from './static-applications.js';
@@ -34,6 +32,7 @@ import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
 import corsPlugin from '../plugins/infra/cors.js';
 import bearerAuth from '../plugins/infra/bearer-auth.js';
+import { firstPartyJsonErrors } from '../plugins/infra/error-handlers.js';
 import externalPlugin from '../plugins/external/index.js';
 import publicPlugin from '../plugins/public/index.js';
 
@@ -52,12 +51,6 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** 16 KiB: no form or JSON body of this service needs more (decisions.md, Limits). */
 export const BODY_LIMIT = 16 * 1024;
-
-function validationDetails(error: FastifyError): FieldProblem[] {
-  const part = error.validationContext ?? 'body';
-  // Query, params and headers are named as such; body fields by their own path.
-  return describeSchemaErrors(error.validation ?? [], part === 'body' ? '' : part);
-}
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -84,21 +77,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   serviceUnavailableWhileClosing(app);
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof AppError) return reply.code(error.statusCode).send(error.toJSON());
-    if (error.validation) {
-      return reply.code(400).send(validationError(validationDetails(error)).toJSON());
-    }
-    const status = error.statusCode ?? 500;
-    if (status === 413) return reply.code(413).send({ error: 'PAYLOAD_TOO_LARGE', message: `The body is larger than ${BODY_LIMIT} bytes` });
-    if (status === 415) return reply.code(415).send({ error: 'UNSUPPORTED_MEDIA_TYPE', message: error.message });
-    if (status >= 400 && status < 500) {
-      const code = error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? 'INVALID_JSON' : 'BAD_REQUEST';
-      return reply.code(status).send({ error: code, message: error.message });
-    }
-    request.log.error({ err: error }, 'unexpected error');
-    return reply.code(500).send({ error: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
-  });
+  app.setErrorHandler(firstPartyJsonErrors({ bodyLimit: BODY_LIMIT }));
 
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}` });

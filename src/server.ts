@@ -63,12 +63,12 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
  * production no link is issued at all, and the log says how to create the first admin.
  */
 async function announceFirstAdmin(app: FastifyInstance, config: Config, print: (line: string) => void): Promise<void> {
-  if (await app.adminSetup.adminExists()) return;
+  if (await app.services.adminSetup.adminExists()) return;
   if (config.env === 'production') {
     app.log.warn(`No admin user exists yet: ${FIRST_ADMIN_HELP}.`);
     return;
   }
-  const link = await app.adminSetup.issueLink();
+  const link = await app.services.adminSetup.issueLink();
   if (!link) return;
   app.log.warn('No admin user exists yet: a one-time setup link is printed on the console (it is never logged).');
   const minutes = Math.round(config.ttl.adminSetup / 60);

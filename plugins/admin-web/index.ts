@@ -13,8 +13,9 @@ import { AUDIT_EVENT_TYPES } from '../../src/services/audit.js';
 import type { SessionContext } from '../../src/domain/session.js';
 import type { ApplicationCreate } from '../../src/domain/application.js';
 import { SCOPE_NAMES } from '../../src/oauth/scopes.js';
-import { createCsrf } from '../login/csrf.js';
-import { securityHeaders } from '../login/security.js';
+import { createCsrf } from '../pages/csrf.js';
+import { securityHeaders, sendPage, sendStylesheet } from '../pages/kit.js';
+import { adminPageErrors } from '../infra/error-handlers.js';
 import * as views from './views.js';
 
 const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 20000 }), Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })]));
@@ -53,8 +54,7 @@ function fieldErrors(problems: FieldProblem[] | undefined): views.Errors {
 
 const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }> = async (app, { config, adminPath }) => {
   const csrf = createCsrf(config);
-  const cookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
-  const { applications, users, access, audit } = app.services;
+  const { applications, users, access, audit, adminSetup, signingKeys } = app.services;
   const signIn = (returnTo: string) => `${config.loginUrl}/sign-in?return_to=${encodeURIComponent(returnTo)}`;
   const abs = (path: string) => `${config.adminUrl}${path}`;
 
@@ -62,25 +62,11 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
     securityHeaders(reply);
   });
 
-  function page(reply: FastifyReply, body: string, status = 200) {
-    return reply.code(status).type('text/html; charset=utf-8').send(body);
-  }
+  const page = sendPage;
   const see = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send();
 
-  app.setErrorHandler((error, request, reply) => {
-    if (error instanceof AppError) {
-      return page(reply, views.messagePage(adminPath, { title: error.statusCode === 404 ? 'Not found' : 'Something is not right', message: error.message, link: { href: `${adminPath}/`, text: 'Back to the admin' } }), error.statusCode);
-    }
-    // A body Fastify refused (too large, not a form): its own status, never a 500.
-    if ((error as { statusCode?: number }).statusCode === 413 || (error as { statusCode?: number }).statusCode === 415) {
-      return page(reply, views.messagePage(adminPath, { title: 'Something is not right', message: 'The form could not be read. Please fill it in again.' }), (error as { statusCode: number }).statusCode);
-    }
-    if ((error as { validation?: unknown }).validation || (error as { statusCode?: number }).statusCode === 400) {
-      return page(reply, views.messagePage(adminPath, { title: 'Something is not right', message: 'The request was not well formed.' }), 400);
-    }
-    request.log.error({ err: error }, 'unexpected error in the admin web');
-    return page(reply, views.messagePage(adminPath, { title: 'Something went wrong', message: 'Please try again in a moment.' }), 500);
-  });
+  const back = { href: `${adminPath}/`, text: 'Back to the admin' };
+  app.setErrorHandler(adminPageErrors((title, message, link) => views.messagePage(adminPath, { title, message, ...(link && { link: back }) })));
 
   interface Admin {
     ctx: SessionContext;
@@ -121,9 +107,7 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
     return requireAdmin(request, reply, options);
   }
 
-  app.get('/assets/admin.css', async (_request, reply) =>
-    reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(views.ADMIN_STYLESHEET),
-  );
+  app.get('/assets/admin.css', async (_request, reply) => sendStylesheet(reply, views.ADMIN_STYLESHEET));
 
   app.get('/', async (request, reply) => {
     const admin = await requireAdmin(request, reply, { returnPath: '/applications' });
@@ -133,17 +117,15 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
 
   app.post('/sign-out', { schema: { body: Form } }, async (request, reply) => {
     csrf.check(request, first(request.body.csrf));
-    const token = request.cookies[app.sessionCookieName];
-    if (token) await app.sessions.revoke(token, { ip: request.ip });
-    reply.clearCookie(app.sessionCookieName, cookie);
+    await app.signOut(request, reply);
     return see(reply, signIn(abs('/applications')));
   });
 
   // First admin
   app.get('/setup', { schema: { querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })) }) } }, async (request, reply) => {
     const token = request.query.token ?? '';
-    if (!(await app.adminSetup.isUsable(token))) {
-      const exists = await app.adminSetup.adminExists();
+    if (!(await adminSetup.isUsable(token))) {
+      const exists = await adminSetup.adminExists();
       return page(reply, views.messagePage(adminPath, exists
         ? { title: 'Setup is done', message: 'An administrator exists already. Sign in instead.', link: { href: signIn(abs('/applications')), text: 'Sign in' } }
         : { title: 'This link does not work', message: 'The setup link is invalid, expired or was used already. Restart the server for a new one, or run: idp users create --admin --email EMAIL --password-stdin' }), 400);
@@ -159,8 +141,8 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
       page(reply, views.setupPage(adminPath, { token, csrf: csrf.token(request, reply), values, errors, ...(formError && { formError }) }), status);
     if (password !== (first(request.body.confirmPassword) ?? '')) return again({ confirmPassword: 'The two passwords are not the same' });
     try {
-      const { sessionToken } = await app.adminSetup.complete(token, { ...values, password }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
-      reply.setCookie(app.sessionCookieName, sessionToken, { ...cookie, maxAge: config.ttl.session });
+      const { sessionToken } = await adminSetup.complete(token, { ...values, password }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+      app.setSessionCookie(reply, sessionToken);
       return see(reply, `${adminPath}/applications?done=created`);
     } catch (error) {
       if (error instanceof AppError && (error.code === 'VALIDATION_ERROR' || error.code === 'EMAIL_TAKEN')) return again(fieldErrors(error.details), error.statusCode);
@@ -356,7 +338,7 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
   app.get('/keys', { schema: { querystring: ListQuery } }, async (request, reply) => {
     const admin = await requireAdmin(request, reply);
     if (!admin) return reply;
-    return page(reply, views.keysPage(admin.frame, { keys: await app.signingKeys.list() }));
+    return page(reply, views.keysPage(admin.frame, { keys: await signingKeys.list() }));
   });
   app.get('/keys/rotate', async (request, reply) => {
     const admin = await requireAdmin(request, reply, { fresh: true });
@@ -367,12 +349,12 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
     const admin = await requireAdminPost(request, reply, { returnPath: '/keys/rotate', fresh: true });
     if (!admin) return reply;
     try {
-      await app.signingKeys.rotate(admin.actor, { force: false });
+      await signingKeys.rotate(admin.actor, { force: false });
     } catch (error) {
-      if (error instanceof AppError && error.statusCode === 409) return page(reply, views.keysPage(admin.frame, { keys: await app.signingKeys.list(), error: error.message }), 409);
+      if (error instanceof AppError && error.statusCode === 409) return page(reply, views.keysPage(admin.frame, { keys: await signingKeys.list(), error: error.message }), 409);
       throw error;
     }
-    app.keys.invalidate();
+    app.services.keys.invalidate();
     return see(reply, `${adminPath}/keys?done=rotated`);
   });
 

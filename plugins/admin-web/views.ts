@@ -1,9 +1,10 @@
 // Admin web pages: server-rendered, no JavaScript (progressive enhancement only), every value escaped.
-import { html, type Html } from '../../src/html.js';
+// The document, fields, hidden inputs and shared style rules come from the page kit.
 import { SCOPES } from '../../src/oauth/scopes.js';
 import type { Application } from '../../src/domain/application.js';
 import type { User } from '../../src/domain/user.js';
 import type { AuditEvent } from '../../src/services/audit.js';
+import { alert, CSS, field as kitField, hidden, html, htmlDocument, type Html } from '../pages/kit.js';
 
 export type Errors = Record<string, string | undefined>;
 
@@ -15,7 +16,7 @@ export interface Frame {
   notice?: string | undefined;
 }
 
-export const ADMIN_STYLESHEET = `*{box-sizing:border-box}
+export const ADMIN_STYLESHEET = `${CSS.reset}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1b1f24}
 header.top{display:flex;align-items:center;gap:1.5rem;background:#111827;color:#fff;padding:.7rem 1.5rem;flex-wrap:wrap}
 header.top a{color:#e5e7eb;text-decoration:none;font-weight:600}header.top a[aria-current]{color:#fff;text-decoration:underline}
@@ -23,30 +24,26 @@ header.top .who{margin-left:auto;font-size:.9rem}header.top form{display:inline}
 header.top button{background:transparent;border:1px solid #6b7280;color:#fff;padding:.25rem .7rem}
 main{max-width:68rem;margin:1.5rem auto;padding:0 1rem}
 section.card{background:#fff;padding:1.5rem;border-radius:10px;box-shadow:0 1px 6px rgba(0,0,0,.06);margin-bottom:1.5rem}
-h1{font-size:1.4rem;margin:0 0 1rem}h2{font-size:1.1rem;margin:0 0 .75rem}
+${CSS.heading}h2{font-size:1.1rem;margin:0 0 .75rem}
 table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid #e5e7eb;vertical-align:top}
 th{font-size:.85rem;color:#5b636e}td code,pre code{overflow-wrap:anywhere}
-.field{margin-bottom:1rem}label{display:block;font-weight:600;margin-bottom:.25rem}.hint{color:#5b636e;font-size:.85rem;margin:.15rem 0 0}
+${CSS.field}.hint{color:#5b636e;font-size:.85rem;margin:.15rem 0 0}
 input[type=text],input[type=email],input[type=password],input[type=url],input[type=search],input[type=datetime-local],textarea,select{width:100%;padding:.5rem .6rem;border:1px solid #9aa1ab;border-radius:6px;font:inherit}
 textarea{min-height:5rem}fieldset{border:1px solid #d0d5dd;border-radius:6px;margin:0 0 1rem}
 input:focus,textarea:focus,button:focus,a:focus,select:focus{outline:3px solid #2563eb;outline-offset:2px}
-.invalid input,.invalid textarea{border-color:#b42318}.error{color:#b42318;margin:.25rem 0 0;font-size:.9rem}
-.alert{background:#fef3f2;color:#b42318;padding:.6rem .8rem;border-radius:6px}.notice{background:#ecfdf3;color:#05603a;padding:.6rem .8rem;border-radius:6px}
+.invalid input,.invalid textarea{border-color:#b42318}${CSS.error}
+${CSS.alert}${CSS.notice}
 button,.button{display:inline-block;background:#1d4ed8;color:#fff;border:0;border-radius:6px;padding:.5rem 1rem;font:inherit;font-weight:600;cursor:pointer;text-decoration:none}
 button.secondary,.button.secondary{background:#e5e7eb;color:#1b1f24}button.danger{background:#b42318}
 .row{display:flex;gap:.75rem;align-items:center;flex-wrap:wrap}.row form{display:inline}
 .badge{display:inline-block;font-size:.8rem;padding:.05rem .45rem;border-radius:999px;background:#e5e7eb}.badge.on{background:#dcfce7}.badge.off{background:#fee2e2}
 pre{background:#0f172a;color:#e2e8f0;padding:1rem;border-radius:8px;overflow:auto}img.logo{max-width:64px;max-height:64px;border-radius:8px;border:1px solid #e5e7eb}
-.muted{color:#5b636e;font-size:.9rem}.filters{display:grid;grid-template-columns:repeat(auto-fit,minmax(10rem,1fr));gap:.75rem;align-items:end}
+${CSS.muted}.filters{display:grid;grid-template-columns:repeat(auto-fit,minmax(10rem,1fr));gap:.75rem;align-items:end}
 `;
 
 /** Only https images are shown (the pages' CSP allows no other remote images; loopback http logos are valid but not previewed). */
 function previewable(url: string | null | undefined): boolean {
   return Boolean(url && /^https:\/\/[^\s"'<>]+$/.test(url));
-}
-
-function hidden(name: string, value: string | undefined): Html {
-  return value === undefined ? html`` : html`<input type="hidden" name="${name}" value="${value}">`;
 }
 
 function field(o: { name: string; label: string; value?: string | null | undefined; type?: string; error?: string | undefined; hint?: string; required?: boolean; textarea?: boolean; autocomplete?: string }): Html {
@@ -56,33 +53,28 @@ function field(o: { name: string; label: string; value?: string | null | undefin
   const control = o.textarea
     ? html`<textarea id="${id}" name="${o.name}"${aria}>${o.value ?? ''}</textarea>`
     : html`<input id="${id}" name="${o.name}" type="${o.type ?? 'text'}" value="${o.value ?? ''}"${o.autocomplete ? html` autocomplete="${o.autocomplete}"` : ''}${aria}>`;
-  return html`<div class="field${o.error ? ' invalid' : ''}"><label for="${id}">${o.label}</label>${control}${o.hint ? html`<p class="hint" id="${id}-hint">${o.hint}</p>` : ''}${o.error ? html`<p class="error" id="${id}-error">${o.error}</p>` : ''}</div>`;
+  return kitField({ id, label: o.label, control, hint: o.hint, error: o.error });
 }
 
 function postButton(o: { action: string; csrf: string; label: string; className?: string }): Html {
   return html`<form method="post" action="${o.action}">${hidden('csrf', o.csrf)}<button type="submit"${o.className ? html` class="${o.className}"` : ''}>${o.label}</button></form>`;
 }
 
-export function layout(o: { title: string; frame?: Frame; current?: string; body: Html }): string {
+/** A page of the admin web: signed in (`frame`: navigation, sign-out, notice) or outside it (`adminPath`). */
+export function layout(o: { title: string; body: Html; current?: string } & ({ frame: Frame } | { frame?: undefined; adminPath: string })): string {
   const f = o.frame;
-  const nav = (path: string, label: string) => html`<a href="${f!.adminPath}/${path}"${o.current === path ? html` aria-current="page"` : ''}>${label}</a>`;
-  return `<!doctype html>${html`<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${o.title} · Admin</title>
-<link rel="stylesheet" href="${f ? f.adminPath : ''}/assets/admin.css">
-</head>
-<body>
-${f ? html`<header class="top"><strong>idp admin</strong><nav class="row">${nav('applications', 'Applications')}${nav('users', 'Users')}${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
+  const adminPath = f ? f.adminPath : o.adminPath;
+  const nav = (path: string, label: string) => html`<a href="${adminPath}/${path}"${o.current === path ? html` aria-current="page"` : ''}>${label}</a>`;
+  return htmlDocument({
+    title: `${o.title} · Admin`,
+    stylesheet: `${adminPath}/assets/admin.css`,
+    body: html`${f ? html`<header class="top"><strong>idp admin</strong><nav class="row">${nav('applications', 'Applications')}${nav('users', 'Users')}${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
 <span class="who">${f.email}</span>${postButton({ action: `${f.adminPath}/sign-out`, csrf: f.csrf, label: 'Sign out' })}</header>` : ''}
 <main>
 ${f?.notice ? html`<p class="notice" role="status">${f.notice}</p>` : ''}
 ${o.body}
-</main>
-</body>
-</html>`.value}`;
+</main>`,
+  });
 }
 
 
@@ -140,7 +132,7 @@ export function applicationForm(frame: Frame, o: { app?: Application; values: Ap
     frame,
     current: 'applications',
     body: html`<section class="card"><h1>${editing ? html`Edit ${o.app!.clientName}` : 'New application'}</h1>
-${o.formError ? html`<p class="alert" role="alert">${o.formError}</p>` : ''}
+${alert(o.formError)}
 <form method="post" action="${action}" novalidate>
 ${hidden('csrf', frame.csrf)}
 ${field({ name: 'clientName', label: 'Name', value: o.values.clientName, error: e.clientName, required: true })}
@@ -328,7 +320,7 @@ export function keysPage(frame: Frame, o: { keys: Array<{ kid: string; alg: stri
     frame,
     current: 'keys',
     body: html`<section class="card"><h1>Signing keys</h1>
-${o.error ? html`<p class="alert" role="alert">${o.error}</p>` : ''}
+${alert(o.error)}
 <table><thead><tr><th>Key id</th><th>Algorithm</th><th>State</th><th>Created</th><th>Activated</th><th>Retired</th></tr></thead><tbody>
 ${o.keys.map((k) => html`<tr><td><code>${k.kid}</code></td><td>${k.alg}</td><td><span class="badge${k.state === 'current' ? ' on' : ''}">${k.state}</span></td><td>${k.createdAt}</td><td>${k.activatedAt ?? ''}</td><td>${k.retiredAt ?? ''}</td></tr>`)}
 </tbody></table>
@@ -346,7 +338,7 @@ export function auditPage(frame: Frame, o: { items: AuditEvent[]; filters: Recor
     frame,
     current: 'audit',
     body: html`<section class="card"><h1>Audit log</h1>
-${o.error ? html`<p class="alert" role="alert">${o.error}</p>` : ''}
+${alert(o.error)}
 <form method="get" action="${p}/audit" class="filters">
 <div><label for="a-type">Event type</label><select id="a-type" name="type"><option value="">any</option>${o.types.map((t) => html`<option value="${t}"${f.type === t ? html` selected` : ''}>${t}</option>`)}</select></div>
 <div><label for="a-user">User id</label><input id="a-user" type="text" name="userId" value="${f.userId ?? ''}"></div>
@@ -369,10 +361,11 @@ ${next ? html`<p><a href="${p}/audit?${next}">Older events</a></p>` : ''}
 export function setupPage(adminPath: string, o: { token: string; csrf: string; values?: { email?: string; name?: string }; errors?: Errors; formError?: string }): string {
   const e = o.errors ?? {};
   return layout({
+    adminPath,
     title: 'Create the first admin',
     body: html`<section class="card"><h1>Create the first admin</h1>
 <p>This one-time link creates the administrator account of this identity provider. It works once.</p>
-${o.formError ? html`<p class="alert" role="alert">${o.formError}</p>` : ''}
+${alert(o.formError)}
 <form method="post" action="${adminPath}/setup" novalidate>
 ${hidden('csrf', o.csrf)}${hidden('token', o.token)}
 ${field({ name: 'name', label: 'Name', value: o.values?.name, error: e.name, autocomplete: 'name' })}
@@ -381,12 +374,13 @@ ${field({ name: 'password', label: 'Password (8 to 128 characters)', type: 'pass
 ${field({ name: 'confirmPassword', label: 'Repeat the password', type: 'password', error: e.confirmPassword, required: true, autocomplete: 'new-password' })}
 <button type="submit">Create admin account</button>
 </form></section>`,
-  }).replace('href="/assets/admin.css"', `href="${adminPath}/assets/admin.css"`);
+  });
 }
 
 export function messagePage(adminPath: string, o: { title: string; message: string; link?: { href: string; text: string } }): string {
   return layout({
+    adminPath,
     title: o.title,
     body: html`<section class="card"><h1>${o.title}</h1><p role="alert">${o.message}</p>${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}</section>`,
-  }).replace('href="/assets/admin.css"', `href="${adminPath}/assets/admin.css"`);
+  });
 }

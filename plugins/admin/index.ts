@@ -83,13 +83,13 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     kid: Type.String(), alg: Type.String(), state: Type.Union([Type.Literal('next'), Type.Literal('current'), Type.Literal('retired')]),
     createdAt: Type.String(), activatedAt: Type.Union([Type.String(), Type.Null()]), retiredAt: Type.Union([Type.String(), Type.Null()]),
   })) });
-  app.get('/keys', { schema: { response: { 200: KeyList, ...errors } } }, async () => ({ items: await app.signingKeys.list() }));
+  app.get('/keys', { schema: { response: { 200: KeyList, ...errors } } }, async () => ({ items: await app.services.signingKeys.list() }));
   app.post(
     '/keys/rotate',
     { schema: { body: Type.Optional(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })), response: { 200: KeyList, ...errors } } },
     async (request) => {
-      const items = await app.signingKeys.rotate(context(request), { force: request.body?.force ?? false });
-      app.keys.invalidate();
+      const items = await app.services.signingKeys.rotate(context(request), { force: request.body?.force ?? false });
+      app.services.keys.invalidate();
       return { items };
     },
   );
@@ -97,8 +97,8 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     '/keys/:kid/retire',
     { schema: { params: Type.Object({ kid: Type.String({ minLength: 1, maxLength: 128 }) }), response: { 200: KeyList, ...errors } } },
     async (request) => {
-      const items = await app.signingKeys.retire(request.params.kid, context(request));
-      app.keys.invalidate();
+      const items = await app.services.signingKeys.retire(request.params.kid, context(request));
+      app.services.keys.invalidate();
       return { items };
     },
   );

@@ -57,6 +57,7 @@ function tokenAlsoElsewhere(request: FastifyRequest): boolean {
 
 export default fp(
   async function bearerAuth(app: FastifyInstance, { config }: { config: Config }) {
+    app.decorateRequest('bearer', undefined);
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
       // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.
@@ -109,5 +110,5 @@ export default fp(
       ),
     );
   },
-  { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit'] },
+  { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit', 'cors'] },
 );

@@ -60,6 +60,8 @@ export default fp(
       await Promise.race([listener.ready, new Promise((r) => setTimeout(r, 5000).unref())]);
     }
 
+    // Declared here (Fastify's decorateRequest), set by whoever learns the client: bearer-auth, the client endpoints.
+    app.decorateRequest('corsClientId', undefined);
     app.decorate('cors', {
       registeredOrigins,
       invalidate,

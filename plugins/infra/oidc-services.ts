@@ -17,25 +17,44 @@ import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, ty
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
 import { createRecoveryService, passwordChangedNotice, type RecoveryService } from '../../src/services/recovery.js';
 import { createAdminSetupService, type AdminSetupService } from '../../src/services/admin-setup.js';
+import { createEndSessionService, type EndSessionService } from '../../src/services/end-session.js';
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
+const LEGACY_NAMES = ['keys', 'sessions', 'accounts', 'recovery', 'adminSetup', 'authorization', 'refreshGrant', 'tokens', 'signingKeys', 'cleanup', 'mailer'] as const;
+
+interface SignInServices {
+  keys: KeyStore;
+  sessions: SessionService;
+  accounts: AccountService;
+  recovery: RecoveryService;
+  adminSetup: AdminSetupService;
+  authorization: AuthorizationService;
+  refreshGrant: ReturnType<typeof createRefreshGrant>;
+  tokens: TokenService;
+  signingKeys: SigningKeyService;
+  cleanup: CleanupJob;
+  mailer: Mailer;
+}
+
+declare module './services.js' {
+  interface AppServices extends SignInServices {
+    endSession: EndSessionService;
+  }
+}
+
+/** The former top-level names of these services: deprecated, use app.services.* instead. */
+type LegacyServices = Pick<SignInServices, (typeof LEGACY_NAMES)[number]>;
+
 declare module 'fastify' {
-  interface FastifyInstance {
-    keys: KeyStore;
-    sessions: SessionService;
-    accounts: AccountService;
-    recovery: RecoveryService;
-    adminSetup: AdminSetupService;
-    authorization: AuthorizationService;
-    refreshGrant: ReturnType<typeof createRefreshGrant>;
-    tokens: TokenService;
-    signingKeys: SigningKeyService;
-    cleanup: CleanupJob;
-    mailer: Mailer;
+  interface FastifyInstance extends LegacyServices {
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
     sessionCookieName: string;
+    /** Sets the hosted-login session cookie (the one place its attributes are written). */
+    setSessionCookie(reply: FastifyReply, token: string): FastifyReply;
+    /** Signs this browser out: revokes its session, if any, and clears the cookie. */
+    signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
     /** The browser-binding secret of pending authorization requests (cookie), if this browser has one. */
     browserBinding(request: FastifyRequest): string | undefined;
     /** The browser-binding secret, set as a cookie first when this browser has none (authorize). */
@@ -67,20 +86,38 @@ export default fp(
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
 
-    app.decorate('keys', keys);
-    app.decorate('mailer', mailer);
-    app.decorate('sessions', sessions);
-    app.decorate('accounts', accounts);
     const recovery = createRecoveryService({ db: app.db, config, mailer, log: app.log });
-    app.decorate('recovery', recovery);
     // A password set by an operator (admin API, admin web) is announced like a completed reset.
     app.services.users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
-    app.decorate('adminSetup', createAdminSetupService({ db: app.db, config, sessions }));
-    app.decorate('authorization', authorization);
-    app.decorate('refreshGrant', createRefreshGrant({ db: app.db, config, keys }));
-    app.decorate('tokens', createTokenService({ db: app.db }));
-    app.decorate('signingKeys', signingKeys);
+    const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
+    const added: SignInServices = {
+      keys,
+      sessions,
+      accounts,
+      recovery,
+      adminSetup: createAdminSetupService({ db: app.db, config, sessions }),
+      authorization,
+      refreshGrant: createRefreshGrant({ db: app.db, config, keys }),
+      tokens: createTokenService({ db: app.db }),
+      signingKeys,
+      cleanup,
+      mailer,
+    };
+    const endSession = createEndSessionService({ issuer: config.issuer, keys, applications: app.services.applications });
+    Object.assign(app.services, added, { endSession });
+    // The former top-level names (deprecated), until every caller uses app.services.
+    for (const name of LEGACY_NAMES) app.decorate(name, added[name] as never);
+
     app.decorate('sessionCookieName', cookieName);
+    const sessionCookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
+    app.decorate('setSessionCookie', (reply: FastifyReply, token: string) =>
+      reply.setCookie(cookieName, token, { ...sessionCookie, maxAge: config.ttl.session }),
+    );
+    app.decorate('signOut', async (request: FastifyRequest, reply: FastifyReply) => {
+      const token = request.cookies[cookieName];
+      if (token) await sessions.revoke(token, { ip: request.ip });
+      reply.clearCookie(cookieName, sessionCookie);
+    });
     app.decorate('currentSession', (request: FastifyRequest) => {
       let p = resolved.get(request);
       if (!p) {
@@ -105,8 +142,6 @@ export default fp(
       reply.setCookie(bindingCookie, value, bindingAttributes);
       return value;
     });
-    const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
-    app.decorate('cleanup', cleanup);
     app.addHook('onReady', async () => cleanup.start(config.cleanupIntervalSeconds));
     // Stop the job before the database closes (onClose hooks run in reverse registration order).
     app.addHook('onClose', async () => {

@@ -3,13 +3,13 @@
 // session cookie; they accept only application/json (which a cross-site form cannot send) and, when
 // an Origin header is present, only the login or API origin.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import { AppError } from '../../src/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
-import { decisionLocation } from '../oidc/authorize.js';
+import { continueUrl as continueAt, decisionLocation } from '../infra/decisions.js';
 import { ErrorSchema } from '../../schemas/common.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
@@ -20,9 +20,8 @@ const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: Erro
 
 const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const trusted = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
-  const cookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
-  const continueUrl = (id: string) => `${config.issuer}/oauth2/authorize/continue?request=${encodeURIComponent(id)}`;
+  const continueUrl = (id: string) => continueAt(config.issuer, id);
 
   app.addHook('onRequest', async (request) => {
     if (request.method !== 'POST') return;
@@ -36,8 +35,6 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     reply.header('cache-control', 'no-store');
   });
 
-  const setSession = (reply: FastifyReply, token: string) => reply.setCookie(app.sessionCookieName, token, { ...cookie, maxAge: config.ttl.session });
-
   app.get(
     '/authorization-requests/:id',
     { schema: { params: Type.Object({ id: RequestId }), response: { 200: Type.Object({
@@ -46,7 +43,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       scopes: Type.Array(Type.Object({ name: Type.String(), label: Type.String(), consentDescription: Type.String() })),
     }), ...errors } } },
     async (request) => {
-      const found = await app.authorization.pendingRequest(request.params.id, app.browserBinding(request));
+      const found = await app.services.authorization.pendingRequest(request.params.id, app.browserBinding(request));
       if (!found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
       const { app: client, request: row } = found;
       return {
@@ -64,12 +61,12 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/sign-in',
     { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
     async (request, reply) => {
-      if (request.body.request && !(await app.authorization.pendingRequest(request.body.request, app.browserBinding(request)))) {
+      if (request.body.request && !(await app.services.authorization.pendingRequest(request.body.request, app.browserBinding(request)))) {
         throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used (or was started in another browser)');
       }
-      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, request.body.email, () => app.accounts.signIn(request.body, meta(request)));
-      setSession(reply, sessionToken);
-      if (request.body.request) await app.authorization.recordSignIn(request.body.request, app.browserBinding(request), { userId: user.id, sessionId });
+      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, request.body.email, () => app.services.accounts.signIn(request.body, meta(request)));
+      app.setSessionCookie(reply, sessionToken);
+      if (request.body.request) await app.services.authorization.recordSignIn(request.body.request, app.browserBinding(request), { userId: user.id, sessionId });
       return { status: true as const, ...(request.body.request && { redirectTo: continueUrl(request.body.request) }) };
     },
   );
@@ -81,19 +78,17 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       await app.rateLimit(reply, 'SIGN_UP_IP', ipKey(request.ip));
       await app.rateLimit(reply, 'SIGN_UP_EMAIL', emailKey(request.body.email));
       const requestId = request.body.request;
-      const found = requestId ? await app.authorization.pendingRequest(requestId, app.browserBinding(request)) : undefined;
+      const found = requestId ? await app.services.authorization.pendingRequest(requestId, app.browserBinding(request)) : undefined;
       if (requestId && !found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
-      const { user, sessionToken, sessionId } = await app.accounts.signUp(request.body, meta(request), found ? { requestId: requestId!, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
-      setSession(reply, sessionToken);
-      if (requestId) await app.authorization.recordSignIn(requestId, app.browserBinding(request), { userId: user.id, sessionId });
+      const { user, sessionToken, sessionId } = await app.services.accounts.signUp(request.body, meta(request), found ? { requestId: requestId!, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
+      app.setSessionCookie(reply, sessionToken);
+      if (requestId) await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), { userId: user.id, sessionId });
       return reply.code(201).send({ status: true as const, ...(requestId && { redirectTo: continueUrl(requestId) }) });
     },
   );
 
   app.post('/sign-out', { schema: { response: { 204: Type.Null(), ...errors } } }, async (request, reply) => {
-    const token = request.cookies[app.sessionCookieName];
-    if (token) await app.sessions.revoke(token, { ip: request.ip });
-    reply.clearCookie(app.sessionCookieName, cookie);
+    await app.signOut(request, reply);
     return reply.code(204).send(null);
   });
 
@@ -110,7 +105,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     async (request, reply) => {
       await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
       await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(request.body.email));
-      return app.recovery.requestReset(request.body, meta(request));
+      return app.services.recovery.requestReset(request.body, meta(request));
     },
   );
 
@@ -119,7 +114,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     // No length limits here: a mangled link is an invalid token (a redirect), never a JSON 400 in the browser.
     { schema: { params: Type.Object({ token: Type.String() }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String()) }), response: { 302: Redirected('to redirectTo?token=..., or with error=INVALID_TOKEN') } } },
     async (request, reply) => {
-      const location = await app.recovery.linkTarget(request.params.token, request.query.redirectTo);
+      const location = await app.services.recovery.linkTarget(request.params.token, request.query.redirectTo);
       // The token is in the Location: no Referer may carry it further.
       return reply.code(302).header('referrer-policy', 'no-referrer').header('location', location).send();
     },
@@ -135,7 +130,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     },
     async (request, reply) => {
       await app.rateLimit(reply, 'RESET_PASSWORD_IP', ipKey(request.ip));
-      await app.recovery.resetPassword(request.body, meta(request));
+      await app.services.recovery.resetPassword(request.body, meta(request));
       return { status: true as const };
     },
   );
@@ -144,9 +139,9 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/verify-email',
     { schema: { body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
     async (request) => {
-      const result = await app.accounts.verifyEmail(request.body.token);
+      const result = await app.services.accounts.verifyEmail(request.body.token);
       if (!result) throw new AppError(400, 'INVALID_TOKEN', 'The verification link is invalid, expired or was used already');
-      const pendingRequest = result.requestId ? await app.authorization.pendingRequest(result.requestId, app.browserBinding(request)) : undefined;
+      const pendingRequest = result.requestId ? await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request)) : undefined;
       return { status: true as const, ...(pendingRequest && { redirectTo: continueUrl(result.requestId!) }) };
     },
   );
@@ -157,7 +152,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     async (request) => {
       const ctx = await app.currentSession(request);
       if (!ctx) throw new AppError(401, 'UNAUTHENTICATED', 'Sign in first');
-      const decision = await app.authorization.consent(request.body.request, app.browserBinding(request), ctx, request.body.decision === 'allow');
+      const decision = await app.services.authorization.consent(request.body.request, app.browserBinding(request), ctx, request.body.decision === 'allow');
       return { status: true as const, redirectTo: decisionLocation(decision, config.loginUrl) };
     },
   );

@@ -5,14 +5,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import { AppError } from '../../src/errors.js';
-import { OAuthError } from '../../src/oauth/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { AuthorizeRenderError } from '../../src/services/authorization.js';
 import type { SessionContext } from '../../src/domain/session.js';
-import { sendDecision } from '../oidc/authorize.js';
-import { securityHeaders } from './security.js';
+import { continueUrl as continueAt, sendDecision } from '../infra/decisions.js';
+import { hostedPageErrors } from '../infra/error-handlers.js';
+import { sendPage, sendStylesheet } from '../pages/kit.js';
+import { createCsrf } from '../pages/csrf.js';
 import * as views from './views.js';
-import { createCsrf } from './csrf.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 
 const Form = Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2048 }), Type.Array(Type.String({ maxLength: 2048 }))]));
@@ -29,24 +29,16 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { config, loginPath }) => {
-  const cookieBase = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
   const csrf = createCsrf(config);
   const csrfToken = (request: FastifyRequest, reply: FastifyReply) => csrf.token(request, reply);
   const checkCsrf = (request: FastifyRequest, form: Record<string, string | string[]>) => csrf.check(request, first(form.csrf));
 
-  function page(reply: FastifyReply, body: string, status = 200) {
-    securityHeaders(reply);
-    return reply.code(status).type('text/html; charset=utf-8').send(body);
-  }
-
-  function setSession(reply: FastifyReply, token: string) {
-    reply.setCookie(app.sessionCookieName, token, { ...cookieBase, maxAge: config.ttl.session });
-  }
+  const page = sendPage;
 
   /** The pending authorization request named by a page, if it belongs to this browser. */
   async function pending(request: FastifyRequest, requestId: string | undefined) {
     if (!requestId) return undefined;
-    const found = await app.authorization.pendingRequest(requestId, app.browserBinding(request));
+    const found = await app.services.authorization.pendingRequest(requestId, app.browserBinding(request));
     if (!found) throw new AuthorizeRenderError('invalid_request', 'This sign-in request has expired or was already used (or was started in another browser). Go back to the application and start again.');
     return found;
   }
@@ -64,30 +56,12 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     }
   }
 
-  const continueUrl = (requestId: string) => `${config.issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`;
+  const continueUrl = (requestId: string) => continueAt(config.issuer, requestId);
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
 
-  app.setErrorHandler((error, request, reply) => {
-    if (error instanceof OAuthError) {
-      return page(reply, views.errorPage({ loginPath, error: error.error, description: error.description }), error.statusCode >= 500 ? 500 : 400);
-    }
-    if (error instanceof AppError) {
-      return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: error.message, role: 'alert' }), error.statusCode);
-    }
-    // A body Fastify refused (too large, not a form): its own status, never a 500.
-    if ((error as { statusCode?: number }).statusCode === 413 || (error as { statusCode?: number }).statusCode === 415) {
-      return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: 'The form could not be read. Please fill it in again.', role: 'alert' }), (error as { statusCode: number }).statusCode);
-    }
-    if ((error as { validation?: unknown }).validation || (error as { statusCode?: number }).statusCode === 400) {
-      return page(reply, views.messagePage({ loginPath, title: 'Something is not right', message: 'The form was not filled in correctly.', role: 'alert' }), 400);
-    }
-    request.log.error({ err: error }, 'unexpected error in a hosted page');
-    return page(reply, views.messagePage({ loginPath, title: 'Something went wrong', message: 'Please try again in a moment.', role: 'alert' }), 500);
-  });
+  app.setErrorHandler(hostedPageErrors(loginPath));
 
-  app.get('/assets/style.css', async (_request, reply) =>
-    reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(views.STYLESHEET),
-  );
+  app.get('/assets/style.css', async (_request, reply) => sendStylesheet(reply, views.STYLESHEET));
 
   app.get('/', async (request, reply) => {
     const ctx = await app.currentSession(request);
@@ -110,8 +84,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const email = first(form.email) ?? '';
     let signedIn: { userId: string; sessionId: string };
     try {
-      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, email, () => app.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request)));
-      setSession(reply, sessionToken);
+      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, email, () => app.services.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request)));
+      app.setSessionCookie(reply, sessionToken);
       signedIn = { userId: user.id, sessionId };
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
@@ -120,7 +94,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
       throw error;
     }
     if (!requestId) return reply.code(303).header('location', safeReturnTo(first(form.return_to)) ?? `${loginPath}/`).send();
-    await app.authorization.recordSignIn(requestId, app.browserBinding(request), signedIn);
+    await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), signedIn);
     return reply.code(303).header('location', continueUrl(requestId)).send();
   });
 
@@ -139,14 +113,14 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
     let signedUp: { userId: string; sessionId: string };
     try {
-      const { user, sessionToken, sessionId } = await app.accounts.signUp(
+      const { user, sessionToken, sessionId } = await app.services.accounts.signUp(
         { email: values.email, password: first(form.password) ?? '', name: values.name },
         meta(request),
         found
           ? { requestId, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri }
           : {},
       );
-      setSession(reply, sessionToken);
+      app.setSessionCookie(reply, sessionToken);
       signedUp = { userId: user.id, sessionId };
     } catch (error) {
       if (error instanceof AppError && (error.code === 'VALIDATION_ERROR' || error.code === 'EMAIL_TAKEN')) {
@@ -155,7 +129,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
       }
       throw error;
     }
-    if (requestId) await app.authorization.recordSignIn(requestId, app.browserBinding(request), signedUp);
+    if (requestId) await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), signedUp);
     return reply.code(303).header('location', requestId ? continueUrl(requestId) : `${loginPath}/verify-email`).send();
   });
 
@@ -186,12 +160,12 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     await app.rateLimit(reply, 'RESEND_IP', ipKey(request.ip), again);
     await app.rateLimit(reply, 'RESEND_ACCOUNT', ctx.user.id, again);
     if (!ctx.user.email_verified) {
-      await app.accounts.sendVerification(ctx.user, found ? { requestId, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
+      await app.services.accounts.sendVerification(ctx.user, found ? { requestId, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
     }
     return page(reply, views.verifyEmailPage({ loginPath, csrf: csrfToken(request, reply), requestId, email: ctx.user.email, sent: true, app: found?.app }));
   });
   app.get('/verify-email/confirm', { schema: { querystring: Type.Object({ token: Type.String({ maxLength: 256 }) }) } }, async (request, reply) => {
-    const result = await app.accounts.verifyEmail(request.query.token);
+    const result = await app.services.accounts.verifyEmail(request.query.token);
     if (!result) {
       return page(reply, views.messagePage({ loginPath, title: 'This link does not work', message: 'The verification link is invalid, expired or was used already. Sign in to get a new one.', role: 'alert', link: { href: `${loginPath}/sign-in`, text: 'Sign in' } }), 400);
     }
@@ -199,7 +173,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     // post-verification page, derived as the public application metadata derives it.
     // (A link opened in another browser, e.g. on a phone, only verifies: the request stays with the
     // browser that started it, which continues once the user goes back to it.)
-    if (result.requestId && (await app.authorization.pendingRequest(result.requestId, app.browserBinding(request)))) {
+    if (result.requestId && (await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request)))) {
       return reply.code(303).header('location', continueUrl(result.requestId)).send();
     }
     const client = result.clientId ? await app.services.applications.find(result.clientId) : undefined;
@@ -223,7 +197,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     if (!requestId || (decision !== 'allow' && decision !== 'deny')) throw new AppError(400, 'VALIDATION_ERROR', 'Choose Allow or Deny');
     const ctx = await requireSession(request, reply, requestId);
     if (!ctx) return reply;
-    return sendDecision(reply, await app.authorization.consent(requestId, app.browserBinding(request), ctx, decision === 'allow'), config.loginUrl);
+    return sendDecision(reply, await app.services.authorization.consent(requestId, app.browserBinding(request), ctx, decision === 'allow'), config.loginUrl);
   });
 
   // Password reset: the form that asks for the link, and the page the link leads to (by default).
@@ -236,7 +210,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     }
     await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
     await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
-    await app.recovery.requestReset({ email, redirectTo: app.recovery.resetPage }, meta(request));
+    await app.services.recovery.requestReset({ email, redirectTo: app.services.recovery.resetPage }, meta(request));
     return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true }));
   });
 
@@ -245,7 +219,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
 
   app.get('/reset-password', { schema: { querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })), error: Type.Optional(Type.String({ maxLength: 64 })) }) } }, async (request, reply) => {
     const { token, error } = request.query;
-    if (error || !token || !(await app.recovery.isLive(token))) return invalidLinkPage(reply);
+    if (error || !token || !(await app.services.recovery.isLive(token))) return invalidLinkPage(reply);
     return page(reply, views.resetPasswordPage({ loginPath, csrf: csrfToken(request, reply), token }));
   });
   app.post('/reset-password', { schema: { body: Form } }, async (request, reply) => {
@@ -256,7 +230,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     const again = (errors: Record<string, string>) => page(reply, views.resetPasswordPage({ loginPath, csrf: csrfToken(request, reply), token, errors }), 400);
     if (newPassword !== (first(request.body.confirmPassword) ?? '')) return again({ confirmPassword: 'The two passwords are not the same' });
     try {
-      await app.recovery.resetPassword({ token, newPassword }, meta(request));
+      await app.services.recovery.resetPassword({ token, newPassword }, meta(request));
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_TOKEN') return invalidLinkPage(reply);
       if (error instanceof AppError && error.code.startsWith('PASSWORD_TOO_')) return again({ newPassword: error.message });
@@ -273,9 +247,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   });
   app.post('/sign-out', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
-    const token = request.cookies[app.sessionCookieName];
-    if (token) await app.sessions.revoke(token, { ip: request.ip });
-    reply.clearCookie(app.sessionCookieName, cookieBase);
+    await app.signOut(request, reply);
     return page(reply, views.messagePage({ loginPath, title: 'Signed out', message: 'You are signed out.', role: 'status' }));
   });
 

@@ -1,51 +1,20 @@
-// Hosted login pages: server-rendered, no JavaScript, every value escaped by html``.
-import { html, type Html } from '../../src/html.js';
+// Hosted login pages: server-rendered, no JavaScript, every value escaped by html``. The frame (layout,
+// stylesheet, message and error pages) is plugins/pages/hosted.ts; the markup helpers are the page kit.
 import { SCOPES } from '../../src/oauth/scopes.js';
+import { alert as formError, field as kitField, hidden, html, type Html } from '../pages/kit.js';
+import { layout, type AppBrand } from '../pages/hosted.js';
 
-export interface AppBrand {
-  clientName: string;
-  clientLogoUrl?: string | null;
-}
+export { errorPage, messagePage, STYLESHEET } from '../pages/hosted.js';
 
 export interface FieldErrors {
   [field: string]: string | undefined;
 }
 
-export function layout(options: { title: string; loginPath: string; app?: AppBrand | undefined; body: Html }): string {
-  const { app } = options;
-  return `<!doctype html>${html`<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${options.title}${app ? ` · ${app.clientName}` : ''}</title>
-<link rel="stylesheet" href="${options.loginPath}/assets/style.css">
-</head>
-<body>
-<main class="card">
-${app ? html`<header class="brand">${app.clientLogoUrl ? html`<img src="${app.clientLogoUrl}" alt="" width="48" height="48">` : ''}<p>${app.clientName}</p></header>` : ''}
-${options.body}
-</main>
-</body>
-</html>`.value}`;
-}
-
+/** A field of the hosted forms: required unless told, the error tied to the input. */
 function field(options: { name: string; label: string; type: string; value?: string | undefined; autocomplete: string; error?: string | undefined; autofocus?: boolean; required?: boolean }): Html {
   const id = `field-${options.name}`;
-  const errorId = `${id}-error`;
-  return html`<div class="field${options.error ? ' invalid' : ''}">
-<label for="${id}">${options.label}</label>
-<input id="${id}" name="${options.name}" type="${options.type}" autocomplete="${options.autocomplete}"${options.value !== undefined ? html` value="${options.value}"` : ''}${options.required === false ? '' : html` required`}${options.autofocus ? html` autofocus` : ''}${options.error ? html` aria-invalid="true" aria-describedby="${errorId}"` : ''}>
-${options.error ? html`<p class="error" id="${errorId}">${options.error}</p>` : ''}
-</div>`;
-}
-
-function hidden(name: string, value: string | undefined): Html {
-  return value === undefined ? html`` : html`<input type="hidden" name="${name}" value="${value}">`;
-}
-
-function formError(message: string | undefined): Html {
-  return message ? html`<p class="alert" role="alert">${message}</p>` : html``;
+  const control = html`<input id="${id}" name="${options.name}" type="${options.type}" autocomplete="${options.autocomplete}"${options.value !== undefined ? html` value="${options.value}"` : ''}${options.required === false ? '' : html` required`}${options.autofocus ? html` autofocus` : ''}${options.error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>`;
+  return kitField({ id, label: options.label, control, error: options.error, separator: '\n' });
 }
 
 export function signInPage(o: { loginPath: string; csrf: string; requestId?: string | undefined; email?: string | undefined; error?: string | undefined; app?: AppBrand | undefined; returnTo?: string | undefined; reauthenticate?: boolean }): string {
@@ -121,62 +90,12 @@ ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
   });
 }
 
-export function messagePage(o: { loginPath: string; title: string; message: string; app?: AppBrand | undefined; link?: { href: string; text: string } | undefined; role?: 'alert' | 'status' }): string {
-  return layout({
-    title: o.title,
-    loginPath: o.loginPath,
-    app: o.app,
-    body: html`<h1>${o.title}</h1><p${o.role ? html` role="${o.role}"` : ''}>${o.message}</p>${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}`,
-  });
-}
-
 export function signedInPage(o: { loginPath: string; csrf: string; email: string }): string {
   return layout({
     title: 'Signed in',
     loginPath: o.loginPath,
     body: html`<h1>Signed in</h1><p>You are signed in as <strong>${o.email}</strong>.</p>
 <form method="post" action="${o.loginPath}/sign-out">${hidden('csrf', o.csrf)}<button type="submit" class="secondary">Sign out</button></form>`,
-  });
-}
-
-export function errorPage(o: { loginPath: string; error: string; description: string }): string {
-  return layout({
-    title: 'This request cannot be completed',
-    loginPath: o.loginPath,
-    body: html`<h1>This request cannot be completed</h1><p role="alert">${o.description}</p><p class="muted">Error code: <code>${o.error}</code></p>`,
-  });
-}
-
-export const STYLESHEET = `*{box-sizing:border-box}
-body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1b1f24}
-.card{background:#fff;max-width:26rem;width:100%;padding:2rem;border-radius:12px;box-shadow:0 2px 12px rgba(0,0,0,.08);margin:1rem}
-h1{font-size:1.4rem;margin:0 0 1rem}
-.brand{display:flex;align-items:center;gap:.75rem;margin-bottom:1rem}.brand img{border-radius:8px}.brand p{margin:0;font-weight:600}
-.field{margin-bottom:1rem}label{display:block;font-weight:600;margin-bottom:.25rem}
-input{width:100%;padding:.6rem .7rem;border:1px solid #9aa1ab;border-radius:6px;font:inherit}
-input:focus,button:focus,a:focus{outline:3px solid #2563eb;outline-offset:2px}
-.invalid input{border-color:#b42318}.error{color:#b42318;margin:.25rem 0 0;font-size:.9rem}
-.alert{background:#fef3f2;color:#b42318;padding:.6rem .8rem;border-radius:6px}
-.notice{background:#ecfdf3;color:#05603a;padding:.6rem .8rem;border-radius:6px}
-button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;padding:.65rem 1.1rem;font:inherit;font-weight:600;cursor:pointer}
-button.secondary{background:#e5e7eb;color:#1b1f24}
-.buttons{display:flex;gap:.75rem}strong{overflow-wrap:anywhere}.scopes{padding-left:1.2rem}.muted{color:#5b636e;font-size:.9rem}
-`;
-
-export function logoutConfirmPage(o: { loginPath: string; action: string; csrf: string; email: string; app?: AppBrand | undefined; fields: Record<string, string | undefined> }): string {
-  return layout({
-    title: 'Sign out',
-    loginPath: o.loginPath,
-    app: o.app,
-    body: html`<h1>Sign out?</h1>
-<p>You are signed in as <strong>${o.email}</strong>${o.app ? html`. ${o.app.clientName} asks to sign you out` : ''}.</p>
-<form method="post" action="${o.action}">
-${hidden('csrf', o.csrf)}${Object.entries(o.fields).map(([k, v]) => hidden(k, v))}
-<div class="buttons">
-<button type="submit" name="decision" value="sign-out">Sign out</button>
-<button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
-</div>
-</form>`,
   });
 }
 

@@ -5,8 +5,9 @@ import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { ipKey } from '../../src/rate-limit.js';
-import type { Decision, RawParams } from '../../src/services/authorization.js';
-import { renderAuthorizeError, toOAuthError } from './errors.js';
+import type { RawParams } from '../../src/services/authorization.js';
+import { authorizeErrors } from '../infra/error-handlers.js';
+import { sendDecision } from '../infra/decisions.js';
 import { documentOnly, HtmlPage, OAuthErrorSchema, Redirect } from '../../schemas/oauth.js';
 
 const AuthorizeResponses = {
@@ -21,29 +22,13 @@ export const OAuthParamsSchema = Type.Record(
   Type.Union([Type.String({ maxLength: 4096 }), Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10 })]),
 );
 
-export function decisionLocation(decision: Decision, loginUrl: string): string {
-  switch (decision.kind) {
-    case 'redirect':
-      return decision.url;
-    case 'sign-in':
-    case 'sign-up':
-    case 'verify-email':
-    case 'consent':
-      return `${loginUrl}/${decision.kind}?request=${encodeURIComponent(decision.requestId)}`;
-  }
-}
-
-export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: string) {
-  return reply.code(303).header('cache-control', 'no-store').header('location', decisionLocation(decision, loginUrl)).send();
-}
-
 const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
   documentOnly(app);
-  app.setErrorHandler((error, request, reply) => renderAuthorizeError(request, reply, toOAuthError(error as never, request), loginPath));
+  app.setErrorHandler(authorizeErrors(loginPath));
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
     await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
-    const decision = await app.authorization.authorize(params, app.bindBrowser(request, reply), await app.currentSession(request));
+    const decision = await app.services.authorization.authorize(params, app.bindBrowser(request, reply), await app.currentSession(request));
     return sendDecision(reply, decision, config.loginUrl);
   };
 
@@ -61,7 +46,7 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
     '/oauth2/authorize/continue',
     { schema: { querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }), response: AuthorizeResponses } },
     async (request, reply) => {
-      const decision = await app.authorization.decide(request.query.request, app.browserBinding(request), await app.currentSession(request));
+      const decision = await app.services.authorization.decide(request.query.request, app.browserBinding(request), await app.currentSession(request));
       return sendDecision(reply, decision, config.loginUrl);
     },
   );

@@ -6,7 +6,7 @@ import { documentOnly, JwksSchema } from '../../schemas/oauth.js';
 const jwksPlugin: FastifyPluginAsyncTypebox = async (app) => {
   documentOnly(app);
   app.get('/jwks', { schema: { response: { 200: JwksSchema } } }, async (_request, reply) => {
-    const jwks = await app.keys.jwks();
+    const jwks = await app.services.keys.jwks();
     reply
       .header('content-type', 'application/jwk-set+json; charset=utf-8')
       .header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`)

@@ -8,24 +8,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { claimsFor } from '../../src/oauth/claims.js';
-import { AppError } from '../../src/errors.js';
+import { userinfoErrors } from '../infra/error-handlers.js';
 import { BearerErrors, ClaimsSchema, documentOnly, NoContent, OAuthErrorSchema } from '../../schemas/oauth.js';
 
 const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
   documentOnly(app);
   const schema = { response: { 200: ClaimsSchema, 400: OAuthErrorSchema, ...BearerErrors } };
-  app.setErrorHandler((error, request, reply) => {
-    if (error instanceof AppError) return reply.code(error.statusCode).header('cache-control', 'no-store').send(error.toJSON());
-    // A body Fastify could not take (unknown content type, too large, malformed): an RFC 6749 §5.2 error
-    // with its own status, never a 500.
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      const description = status === 413 ? 'the request body is too large' : status === 415 ? 'send no body, or an application/x-www-form-urlencoded one' : 'the request is malformed';
-      return reply.code(status).header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: description });
-    }
-    request.log.error({ err: error }, 'unexpected error in userinfo');
-    return reply.code(500).header('cache-control', 'no-store').send({ error: 'INTERNAL_ERROR' });
-  });
+  app.setErrorHandler(userinfoErrors());
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     const user = request.bearer!.user;

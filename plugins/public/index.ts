@@ -4,6 +4,7 @@ import Type from 'typebox';
 import { CLIENT_ID_PATTERN } from '../../src/domain/application.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
+import { publicErrors } from '../infra/error-handlers.js';
 
 const ScopeItem = Type.Object({
   name: Type.String(),
@@ -28,10 +29,7 @@ const PublicError = (code: string) => Type.Object({ error: Type.Literal(code) })
 const clientIdPattern = new RegExp(CLIENT_ID_PATTERN);
 
 const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
-  app.setErrorHandler((error, request, reply) => {
-    request.log.error({ err: error }, 'unexpected error in a public endpoint');
-    return reply.code(500).header('cache-control', 'no-store').send({ error: 'INTERNAL_ERROR' });
-  });
+  app.setErrorHandler(publicErrors());
 
   const scopes = { items: SCOPES.map((s) => ({ ...s, claims: [...s.claims] })) };
   app.get('/oidc/scopes', { schema: { response: { 200: Type.Object({ items: Type.Array(ScopeItem) }) } } }, async (_request, reply) => {

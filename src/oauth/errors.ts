@@ -1,5 +1,7 @@
-// One error class keyed by the RFC code. `description` is public (error_description); `detail` is for
-// the log only. Anything unexpected becomes server_error at the edge.
+// One error class keyed by the RFC code, as node-oidc-provider's errors are (lib/helpers/errors.js):
+// `error_description` is public (a third party reads it: short, fixed per case, RFC 6749 §5.2 charset);
+// `detail` is private, for the log only (it may quote the request). Anything unexpected becomes
+// server_error at the edge (plugins/infra/error-handlers.ts).
 export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
@@ -38,21 +40,28 @@ export function safeDescription(text: string): string {
 
 export class OAuthError extends Error {
   readonly statusCode: number;
-  readonly description: string;
+  /** Public: the RFC 6749 §5.2 error_description. */
+  readonly error_description: string;
+  /** Private: what the log needs to explain this error (request values included); never sent. */
+  readonly detail: string | undefined;
   constructor(
     readonly error: OAuthErrorCode,
     description: string,
     options: { status?: number; detail?: string } = {},
   ) {
     super(description);
-    this.description = safeDescription(description);
+    this.error_description = safeDescription(description);
     this.name = 'OAuthError';
     this.statusCode = options.status ?? STATUS[error] ?? 400;
     this.detail = options.detail;
   }
-  readonly detail: string | undefined;
+
+  /** @deprecated the public text under its wire name is `error_description`. */
+  get description(): string {
+    return this.error_description;
+  }
 
   toJSON() {
-    return { error: this.error, error_description: this.description };
+    return { error: this.error, error_description: this.error_description };
   }
 }

@@ -1,0 +1,26 @@
+// Where the browser goes after an authorization decision (src/services/authorization.ts): the
+// redirect_uri with a code or an error, or the hosted page that must come next. Shared by the authorize
+// endpoint and the login pages and API, so neither plugin family imports the other.
+import type { FastifyReply } from 'fastify';
+import type { Decision } from '../../src/services/authorization.js';
+
+export function decisionLocation(decision: Decision, loginUrl: string): string {
+  switch (decision.kind) {
+    case 'redirect':
+      return decision.url;
+    case 'sign-in':
+    case 'sign-up':
+    case 'verify-email':
+    case 'consent':
+      return `${loginUrl}/${decision.kind}?request=${encodeURIComponent(decision.requestId)}`;
+  }
+}
+
+export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: string) {
+  return reply.code(303).header('cache-control', 'no-store').header('location', decisionLocation(decision, loginUrl)).send();
+}
+
+/** The authorize endpoint's continuation after a hosted page. */
+export function continueUrl(issuer: string, requestId: string): string {
+  return `${issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`;
+}
