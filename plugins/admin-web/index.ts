@@ -66,7 +66,9 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
   const see = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send();
 
   const back = { href: `${adminPath}/`, text: 'Back to the admin' };
-  app.setErrorHandler(adminPageErrors((title, message, link) => views.messagePage(adminPath, { title, message, ...(link && { link: back }) })));
+  const errorPage = (title: string, message: string, link?: boolean) =>
+    views.messagePage(adminPath, { title, message, ...(link && { link: back }) });
+  app.setErrorHandler(adminPageErrors(errorPage));
 
   interface Admin {
     ctx: SessionContext;

@@ -61,7 +61,9 @@ function postButton(o: { action: string; csrf: string; label: string; className?
 }
 
 /** A page of the admin web: signed in (`frame`: navigation, sign-out, notice) or outside it (`adminPath`). */
-export function layout(o: { title: string; body: Html; current?: string } & ({ frame: Frame } | { frame?: undefined; adminPath: string })): string {
+export function layout(
+  o: { title: string; body: Html; current?: string } & ({ frame: Frame } | { frame?: undefined; adminPath: string }),
+): string {
   const f = o.frame;
   const adminPath = f ? f.adminPath : o.adminPath;
   const nav = (path: string, label: string) => html`<a href="${adminPath}/${path}"${o.current === path ? html` aria-current="page"` : ''}>${label}</a>`;

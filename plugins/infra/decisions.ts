@@ -17,7 +17,11 @@ export function decisionLocation(decision: Decision, loginUrl: string): string {
 }
 
 export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: string) {
-  return reply.code(303).header('cache-control', 'no-store').header('location', decisionLocation(decision, loginUrl)).send();
+  return reply
+    .code(303)
+    .header('cache-control', 'no-store')
+    .header('location', decisionLocation(decision, loginUrl))
+    .send();
 }
 
 /** The authorize endpoint's continuation after a hosted page. */

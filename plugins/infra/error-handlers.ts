@@ -28,7 +28,9 @@ export function toOAuthError(error: FastifyError | OAuthError, request: FastifyR
   }
   const status = statusOf(error);
   const detail = error.message;
-  if (isValidation(error) || status === 400) return new OAuthError('invalid_request', 'the request is malformed', { detail });
+  if (isValidation(error) || status === 400) {
+    return new OAuthError('invalid_request', 'the request is malformed', { detail });
+  }
   if (status === 413) return new OAuthError('invalid_request', 'the request body is too large', { detail });
   if (status === 415) {
     return new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { detail });
@@ -57,7 +59,12 @@ export function wantsJson(request: FastifyRequest): boolean {
 }
 
 /** The authorize endpoint's errors that cannot be redirected: an error page, or JSON when asked for. */
-export function renderAuthorizeError(request: FastifyRequest, reply: FastifyReply, error: OAuthError, loginPath: string) {
+export function renderAuthorizeError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: OAuthError,
+  loginPath: string,
+) {
   logDetail(request, error);
   const status = error.statusCode === 500 || error.statusCode === 429 ? error.statusCode : 400;
   if (wantsJson(request)) return reply.code(status).header('cache-control', 'no-store').send(error.toJSON());
@@ -102,9 +109,12 @@ function pageErrors(o: {
     const status = statusOf(error);
     // A body Fastify refused (too large, not a form): its own status, never a 500.
     if (status === 413 || status === 415) {
-      return sendPage(reply, o.message('Something is not right', 'The form could not be read. Please fill it in again.'), status);
+      const page = o.message('Something is not right', 'The form could not be read. Please fill it in again.');
+      return sendPage(reply, page, status);
     }
-    if (isValidation(error) || status === 400) return sendPage(reply, o.message('Something is not right', o.malformed), 400);
+    if (isValidation(error) || status === 400) {
+      return sendPage(reply, o.message('Something is not right', o.malformed), 400);
+    }
     request.log.error({ err: error }, `unexpected error in ${o.where}`);
     return sendPage(reply, o.message('Something went wrong', 'Please try again in a moment.'), 500);
   };
@@ -123,7 +133,8 @@ export function hostedPageErrors(loginPath: string): ErrorHandler {
 export function adminPageErrors(messagePage: (title: string, message: string, link?: boolean) => string): ErrorHandler {
   return pageErrors({
     where: 'the admin web',
-    appError: (error) => messagePage(error.statusCode === 404 ? 'Not found' : 'Something is not right', error.message, true),
+    appError: (error) =>
+      messagePage(error.statusCode === 404 ? 'Not found' : 'Something is not right', error.message, true),
     message: (title, message) => messagePage(title, message),
     malformed: 'The request was not well formed.',
   });
@@ -180,7 +191,8 @@ export function firstPartyJsonErrors(o: { bodyLimit: number }): ErrorHandler {
     if (error.validation) return reply.code(400).send(validationError(validationDetails(error)).toJSON());
     const status = error.statusCode ?? 500;
     if (status === 413) {
-      return reply.code(413).send({ error: 'PAYLOAD_TOO_LARGE', message: `The body is larger than ${o.bodyLimit} bytes` });
+      const message = `The body is larger than ${o.bodyLimit} bytes`;
+      return reply.code(413).send({ error: 'PAYLOAD_TOO_LARGE', message });
     }
     if (status === 415) return reply.code(415).send({ error: 'UNSUPPORTED_MEDIA_TYPE', message: error.message });
     if (status >= 400 && status < 500) {

@@ -32,7 +32,8 @@ const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: s
   documentOnly(app);
   app.setErrorHandler(endSessionErrors(loginPath));
 
-  async function finish(request: FastifyRequest, reply: FastifyReply, target: LogoutTarget, outcome: keyof typeof OUTCOMES) {
+  type Outcome = keyof typeof OUTCOMES;
+  async function finish(request: FastifyRequest, reply: FastifyReply, target: LogoutTarget, outcome: Outcome) {
     if (outcome === 'signed-out') await app.signOut(request, reply);
     const location = endSession.returnUrl(target);
     if (location) return reply.code(303).header('cache-control', 'no-store').header('location', location).send();
@@ -59,13 +60,20 @@ const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: s
     );
   };
 
-  const schema = (part: 'querystring' | 'body') => ({ schema: { [part]: OAuthParamsSchema, response: EndSessionResponses } });
-  app.get('/oauth2/end-session', schema('querystring'), async (request, reply) => handler(request.query as RawParams, request, reply));
-  app.post('/oauth2/end-session', schema('body'), async (request, reply) => handler((request.body ?? {}) as RawParams, request, reply));
+  const schema = (part: 'querystring' | 'body') => ({
+    schema: { [part]: OAuthParamsSchema, response: EndSessionResponses },
+  });
+  app.get('/oauth2/end-session', schema('querystring'), async (request, reply) =>
+    handler(request.query as RawParams, request, reply),
+  );
+  app.post('/oauth2/end-session', schema('body'), async (request, reply) =>
+    handler((request.body ?? {}) as RawParams, request, reply),
+  );
   app.post('/oauth2/end-session/confirm', schema('body'), async (request, reply) => {
     const form = (request.body ?? {}) as RawParams;
     csrf.check(request, singleParam(form, 'csrf'));
-    const target = await endSession.resolve({ client_id: form.client_id, post_logout_redirect_uri: form.post_logout_redirect_uri, state: form.state });
+    const { client_id, post_logout_redirect_uri, state } = form;
+    const target = await endSession.resolve({ client_id, post_logout_redirect_uri, state });
     return finish(request, reply, target, singleParam(form, 'decision') === 'sign-out' ? 'signed-out' : 'stayed');
   });
 };

@@ -32,7 +32,10 @@ export function sendPage(reply: FastifyReply, body: string, status = 200): Fasti
 
 /** Sends a stylesheet of the kit (cached for an hour). */
 export function sendStylesheet(reply: FastifyReply, css: string): FastifyReply {
-  return reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(css);
+  return reply
+    .header('content-type', 'text/css; charset=utf-8')
+    .header('cache-control', 'public, max-age=3600')
+    .send(css);
 }
 
 /** The HTML document around a page body. */
@@ -64,10 +67,19 @@ export function alert(message: string | undefined): Html {
  * One labelled form field: the wrapper (marked invalid), the label, the control the caller built, an
  * optional hint and the error paragraph the control points at (`${id}-hint`, `${id}-error`).
  */
-export function field(o: { id: string; label: string; control: Html; hint?: string | undefined; error?: string | undefined; separator?: string }): Html {
+export function field(o: {
+  id: string;
+  label: string;
+  control: Html;
+  hint?: string | undefined;
+  error?: string | undefined;
+  separator?: string;
+}): Html {
   const nl = o.separator ?? '';
-  return html`<div class="field${o.error ? ' invalid' : ''}">${nl}<label for="${o.id}">${o.label}</label>${nl}${o.control}${
-    o.hint ? html`<p class="hint" id="${o.id}-hint">${o.hint}</p>` : ''}${nl}${o.error ? html`<p class="error" id="${o.id}-error">${o.error}</p>` : ''}${nl}</div>`;
+  const hint = o.hint ? html`<p class="hint" id="${o.id}-hint">${o.hint}</p>` : '';
+  const error = o.error ? html`<p class="error" id="${o.id}-error">${o.error}</p>` : '';
+  const label = html`<label for="${o.id}">${o.label}</label>`;
+  return html`<div class="field${o.error ? ' invalid' : ''}">${nl}${label}${nl}${o.control}${hint}${nl}${error}${nl}</div>`;
 }
 
 /** Rules both stylesheets share, in the order each stylesheet places them. */

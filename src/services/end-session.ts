@@ -23,7 +23,11 @@ export function singleParam(params: RawParams, name: string): string | undefined
   return v === undefined || v === '' ? undefined : v;
 }
 
-export function createEndSessionService(deps: { issuer: string; keys: Pick<KeyStore, 'jwks'>; applications: ApplicationService }) {
+export function createEndSessionService(deps: {
+  issuer: string;
+  keys: Pick<KeyStore, 'jwks'>;
+  applications: ApplicationService;
+}) {
   /** The hint's claims if we signed it (expired hints are fine: OIDC RP-Initiated Logout §2). */
   async function verifyHint(hint: string): Promise<jose.JWTPayload> {
     try {
@@ -32,7 +36,8 @@ export function createEndSessionService(deps: { issuer: string; keys: Pick<KeySt
       if (claims.iss !== deps.issuer) throw new Error(`issuer ${String(claims.iss)}`);
       return claims;
     } catch (error) {
-      throw new OAuthError('invalid_request', 'id_token_hint is not an ID token issued here', { detail: String(error) });
+      const detail = String(error);
+      throw new OAuthError('invalid_request', 'id_token_hint is not an ID token issued here', { detail });
     }
   }
 
@@ -52,9 +57,12 @@ export function createEndSessionService(deps: { issuer: string; keys: Pick<KeySt
       const client = id ? await deps.applications.find(id) : undefined;
       if (id && !client) throw new OAuthError('invalid_request', 'unknown client_id');
       if (redirect) {
-        if (!client) throw new OAuthError('invalid_request', 'post_logout_redirect_uri needs client_id or id_token_hint');
+        if (!client) {
+          throw new OAuthError('invalid_request', 'post_logout_redirect_uri needs client_id or id_token_hint');
+        }
         if (!client.postLogoutRedirectUris.includes(redirect)) {
-          throw new OAuthError('invalid_request', 'post_logout_redirect_uri is not registered for this client', { detail: redirect });
+          const description = 'post_logout_redirect_uri is not registered for this client';
+          throw new OAuthError('invalid_request', description, { detail: redirect });
         }
       }
       return { client, redirect, state, hint };
