@@ -11,8 +11,6 @@ import type { User } from '../src/domain/user.js';
 export { ApplicationCreateSchema, ApplicationUpdateSchema, CLIENT_ID_PATTERN, UserCreateSchema, UserUpdateSchema };
 export type { Application, ApplicationCreate, ApplicationUpdate } from '../src/domain/application.js';
 export type { User, UserCreate, UserUpdate } from '../src/domain/user.js';
-/** admin: may use the admin web (ADMIN_URL); user: everyone else. */
-export const Role = RoleSchema;
 
 export const ClientIdParamsSchema = Type.Object({ clientId: Type.String({ minLength: 1, maxLength: 256 }) });
 
@@ -49,7 +47,7 @@ export const UserSchema = Type.Object({
   emailVerified: Type.Boolean(),
   permissions: Type.Array(Type.String()),
   disabled: Type.Boolean(),
-  role: Role,
+  role: RoleSchema,
   hasPassword: Type.Boolean(),
   createdAt: Type.String(),
   updatedAt: Type.String(),
