@@ -21,7 +21,10 @@ import { createEndSessionService, type EndSessionService } from '../../src/servi
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
-const LEGACY_NAMES = ['keys', 'sessions', 'accounts', 'recovery', 'adminSetup', 'authorization', 'refreshGrant', 'tokens', 'signingKeys', 'cleanup', 'mailer'] as const;
+const LEGACY_NAMES = [
+  'keys', 'sessions', 'accounts', 'recovery', 'adminSetup', 'authorization', 'refreshGrant', 'tokens', 'signingKeys',
+  'cleanup', 'mailer',
+] as const;
 
 interface SignInServices {
   keys: KeyStore;
@@ -109,7 +112,8 @@ export default fp(
     for (const name of LEGACY_NAMES) app.decorate(name, added[name] as never);
 
     app.decorate('sessionCookieName', cookieName);
-    const sessionCookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
+    const sameSite = config.cookieSameSite;
+    const sessionCookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite } as const;
     app.decorate('setSessionCookie', (reply: FastifyReply, token: string) =>
       reply.setCookie(cookieName, token, { ...sessionCookie, maxAge: config.ttl.session }),
     );
