@@ -28,7 +28,15 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 export function createAccountService(deps: { db: Db; config: Config; sessions: SessionService; mailer: Mailer }) {
   const { db, config } = deps;
 
-  async function sendVerification(user: Pick<AccountUser, 'id' | 'email'>, pending: { requestId?: string | undefined; clientId?: string | undefined; clientName?: string | undefined; redirectUri?: string | undefined }) {
+  async function sendVerification(
+    user: Pick<AccountUser, 'id' | 'email'>,
+    pending: {
+      requestId?: string | undefined;
+      clientId?: string | undefined;
+      clientName?: string | undefined;
+      redirectUri?: string | undefined;
+    },
+  ) {
     const token = generateToken();
     await insertEmailVerificationToken(db, {
       token_hash: hashToken(token),
@@ -114,7 +122,8 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
         const user = await markAddressVerified(trx, row.user_id, row.email);
         if (!user) return undefined;
         await appendAuditEvent(trx, { type: 'user.email_verified', userId: user.id, clientId: row.client_id });
-        return { user: toAccountUser(user), requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };
+        const next = { requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };
+        return { user: toAccountUser(user), ...next };
       });
     },
 

@@ -7,7 +7,13 @@ import { deleteExpiredRetiredKeys } from '../../db/repositories/signing-keys.js'
 import type { Config } from '../config.js';
 import type { ServiceLog } from './log.js';
 
-export function createCleanupJob(deps: { db: Db; config: Config; log: ServiceLog; batchSize?: number; jwksMaxAgeSeconds: number }) {
+export function createCleanupJob(deps: {
+  db: Db;
+  config: Config;
+  log: ServiceLog;
+  batchSize?: number;
+  jwksMaxAgeSeconds: number;
+}) {
   const batchSize = deps.batchSize ?? 500;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<Record<string, number>> | undefined;
