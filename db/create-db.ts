@@ -1,6 +1,6 @@
 // One Kysely instance over PostgreSQL (pg) when a URL is given, otherwise over embedded PGlite
 // (file-backed in a directory, or in memory for tests).
-import { Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
+import { Kysely, PostgresDialect, sql, type CompiledQuery, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -10,6 +10,8 @@ import type { Database } from './tables.js';
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
 export type Db = Kysely<Database>;
+/** A transaction: functions that lock rows or write several statements that belong together take it. */
+export type Tx = Transaction<Database>;
 
 type PreparedExecutor = (name: string, query: CompiledQuery) => Promise<unknown[]>;
 const preparedExecutors = new WeakMap<object, PreparedExecutor>();

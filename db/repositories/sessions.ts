@@ -1,8 +1,8 @@
-import { sql, type Selectable } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../create-db.js';
-import type { SessionsTable, UserRow } from '../tables.js';
+import type { SessionRow, UserRow } from '../tables.js';
 
-export type SessionRow = Selectable<SessionsTable>;
+export type { SessionRow };
 
 export async function insertSession(
   db: Db,

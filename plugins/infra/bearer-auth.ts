@@ -10,7 +10,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
-import { findBearer, type AccessTokenRow, type BearerRow } from '../../db/repositories/authorization.js';
+import { findBearer, type AccessTokenRow, type BearerRow } from '../../db/repositories/access-tokens.js';
 import { splitScope } from '../../src/oauth/scope.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 

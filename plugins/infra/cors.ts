@@ -18,6 +18,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client this request speaks for, once known; decides the actual-request CORS answer. */
     corsClientId?: string;
+    /** The client itself, when the request already looked it up (the token endpoints): no second lookup. */
+    corsClient?: { clientId: string; enabled: boolean; allowedWebOrigins: string[] };
   }
   interface FastifyInstance {
     cors: {
@@ -62,6 +64,7 @@ export default fp(
 
     // Declared here (Fastify's decorateRequest), set by whoever learns the client: bearer-auth, the client endpoints.
     app.decorateRequest('corsClientId', undefined);
+    app.decorateRequest('corsClient', undefined);
     app.decorate('cors', {
       registeredOrigins,
       invalidate,
@@ -81,9 +84,9 @@ export default fp(
         reply.header('vary', 'Origin');
         const origin = request.headers.origin;
         if (!origin) return;
-        const clientId = request.corsClientId;
+        const clientId = request.corsClient?.clientId ?? request.corsClientId;
         if (clientId) {
-          const client = await app.services.applications.find(clientId).catch(() => undefined);
+          const client = request.corsClient ?? (await app.services.applications.find(clientId).catch(() => undefined));
           if (client?.enabled && client.allowedWebOrigins.includes(origin)) reply.header('access-control-allow-origin', origin);
           return;
         }

@@ -11,7 +11,8 @@ import type { SessionContext } from '../../src/domain/session.js';
 import { createAccountService, type AccountService } from '../../src/services/accounts.js';
 import { createAuthorizationService, type AuthorizationService } from '../../src/services/authorization.js';
 import { createMailer, type Mailer } from '../../src/mail/mailer.js';
-import { createRefreshGrant } from '../../src/services/refresh-grant.js';
+import { createGrants, type Grant } from '../../src/services/grants.js';
+import { createTokenIssuer } from '../../src/services/token-issuer.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
 import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, type SigningKeyService } from '../../src/services/signing-keys.js';
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
@@ -22,8 +23,7 @@ import { createEndSessionService, type EndSessionService } from '../../src/servi
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
 const LEGACY_NAMES = [
-  'keys', 'sessions', 'accounts', 'recovery', 'adminSetup', 'authorization', 'refreshGrant', 'tokens', 'signingKeys',
-  'cleanup', 'mailer',
+  'keys', 'sessions', 'accounts', 'recovery', 'adminSetup', 'authorization', 'tokens', 'signingKeys', 'cleanup', 'mailer',
 ] as const;
 
 interface SignInServices {
@@ -33,7 +33,8 @@ interface SignInServices {
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
-  refreshGrant: ReturnType<typeof createRefreshGrant>;
+  /** The token endpoint's grants, by grant_type. */
+  grants: Map<string, Grant>;
   tokens: TokenService;
   signingKeys: SigningKeyService;
   cleanup: CleanupJob;
@@ -85,7 +86,7 @@ export default fp(
     const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log, retryDelaysMs: config.mailRetryDelaysMs, logLinks: config.env !== 'production' });
     const sessions = createSessionService({ db: app.db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
     const accounts = createAccountService({ db: app.db, config, sessions, mailer });
-    const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications, keys });
+    const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
 
@@ -100,7 +101,7 @@ export default fp(
       recovery,
       adminSetup: createAdminSetupService({ db: app.db, config, sessions }),
       authorization,
-      refreshGrant: createRefreshGrant({ db: app.db, config, keys }),
+      grants: createGrants({ db: app.db, issuer: createTokenIssuer({ config, keys }) }),
       tokens: createTokenService({ db: app.db }),
       signingKeys,
       cleanup,

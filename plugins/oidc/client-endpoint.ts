@@ -1,8 +1,12 @@
 // What the token and revocation endpoints share: form-encoded bodies only, no repeated parameters,
-// RFC 6749 §5.2 errors, and browser CORS for the client the body names.
+// RFC 6749 §5.2 errors, browser CORS for the client the body names, client authentication in one
+// place, and the token request itself (parse → authenticate the client → the grant's handler), which
+// the token endpoint and the first-party cookie token endpoint both answer with.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Application } from '../../src/domain/application.js';
 import { OAuthError } from '../../src/oauth/errors.js';
-import type { RawParams } from '../../src/services/authorization.js';
+import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
+import { ipKey } from '../../src/rate-limit.js';
 import { sendOAuthJson, toOAuthError } from './errors.js';
 import { documentOnly, NoContent } from '../../schemas/oauth.js';
 
@@ -21,11 +25,11 @@ export function setUpClientEndpoint(app: FastifyInstance, path: string) {
 }
 
 /** The form body, after the checks every client endpoint makes. */
-export function formParams(request: FastifyRequest, reply: FastifyReply): RawParams {
+export function formParams(request: FastifyRequest, reply: FastifyReply): TokenParams {
   if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
     throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
   }
-  const body = (request.body ?? {}) as RawParams;
+  const body = (request.body ?? {}) as Record<string, string | string[] | undefined>;
   for (const [name, value] of Object.entries(body)) {
     if (Array.isArray(value)) throw new OAuthError('invalid_request', `${name} must not be repeated`);
   }
@@ -36,5 +40,33 @@ export function formParams(request: FastifyRequest, reply: FastifyReply): RawPar
     reply.header('www-authenticate', `${/^bearer$/i.test(scheme) ? 'Bearer' : 'Basic'} realm="token"`);
     throw new OAuthError('invalid_client', 'this client is public: send client_id in the body and no Authorization header');
   }
-  return body;
+  return body as TokenParams;
+}
+
+/**
+ * Client authentication of the token endpoints (RFC 6749 §2.3; public clients: client_id alone), the
+ * one lookup of the request: the client found is also the one CORS answers for. Rate limits count per
+ * IP before the lookup and per client only for a known, enabled client, so made-up client_ids never
+ * become rate-limit keys.
+ */
+export async function authenticateClient(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, params: TokenParams): Promise<Application> {
+  const clientId = params.client_id;
+  if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
+  await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
+  const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
+  if (!client) throw new OAuthError('invalid_client', 'unknown client');
+  request.corsClient = client;
+  if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
+  if (params.client_secret) throw new OAuthError('invalid_client', 'this client is public and has no client secret');
+  return client;
+}
+
+/** A token request (RFC 6749 §3.2): the grant_type's handler answers for the authenticated client. */
+export async function tokenRequest(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, params: TokenParams): Promise<TokenResponse> {
+  const grantType = params.grant_type;
+  if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
+  const client = await authenticateClient(app, request, reply, params);
+  const grant = app.services.grants.get(grantType);
+  if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType.slice(0, 64)} is not supported`);
+  return grant(params, client);
 }

@@ -4,9 +4,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { hashToken } from '../../src/oauth/tokens.js';
-import { OAuthParamsSchema } from './authorize.js';
 import { formParams, setUpClientEndpoint } from './client-endpoint.js';
-import { Empty, OAuthErrorSchema } from '../../schemas/oauth.js';
+import { Empty, OAuthErrorSchema, OAuthParamsSchema } from '../../schemas/oauth.js';
 
 const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
   setUpClientEndpoint(app, '/oauth2/revoke');

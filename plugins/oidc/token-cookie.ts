@@ -9,11 +9,9 @@ import type { Config } from '../../src/config.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { hashToken } from '../../src/oauth/tokens.js';
-import { OAuthParamsSchema } from './authorize.js';
-import { formParams } from './client-endpoint.js';
+import { formParams, tokenRequest } from './client-endpoint.js';
 import { sendOAuthJson, toOAuthError } from './errors.js';
-import { grantTokens, TokenErrors } from './token.js';
-import { documentOnly, NoContent, OAuthErrorSchema, TokenResponseSchema } from '../../schemas/oauth.js';
+import { documentOnly, NoContent, OAuthErrorSchema, OAuthParamsSchema, TokenErrors, TokenResponseSchema } from '../../schemas/oauth.js';
 
 export function refreshCookieName(config: Config): string {
   return config.cookieSecure ? '__Secure-idp.refresh' : 'idp.refresh';
@@ -76,7 +74,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
     }
     let tokens;
     try {
-      tokens = await grantTokens(app, request, reply, body);
+      tokens = await tokenRequest(app, request, reply, body);
     } catch (error) {
       // A dead refresh token (used, reused, revoked, expired) is dropped from the browser too.
       if (refreshing && error instanceof OAuthError && error.error === 'invalid_grant') clear(reply);

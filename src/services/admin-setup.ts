@@ -4,8 +4,8 @@
 // `idp admin setup-link`, which prints it on the terminal. The link's form creates the first admin and
 // signs them in. Once an admin exists, links are void.
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Db } from '../../db/create-db.js';
+import { adminExists as adminExistsIn, consumeSetupTokens, insertSetupToken, isSetupTokenLive } from '../../db/repositories/admin-setup-tokens.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { insertUser } from '../../db/repositories/users.js';
 import type { Config } from '../config.js';
@@ -23,20 +23,8 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 export function createAdminSetupService(deps: { db: Db; config: Config; sessions: SessionService }) {
   const { db, config } = deps;
 
-  async function adminExists(trx: Db = db): Promise<boolean> {
-    return Boolean(await trx.selectFrom('users').select('id').where('role', '=', 'admin').limit(1).executeTakeFirst());
-  }
-
-  async function live(token: string, trx: Db = db) {
-    if (!TOKEN_SHAPE.test(token)) return undefined;
-    return trx
-      .selectFrom('admin_setup_tokens')
-      .selectAll()
-      .where('token_hash', '=', hashToken(token))
-      .where('used_at', 'is', null)
-      .where('expires_at', '>', sql<Date>`now()`)
-      .executeTakeFirst();
-  }
+  const adminExists = (trx: Db = db) => adminExistsIn(trx);
+  const live = (token: string) => TOKEN_SHAPE.test(token) && isSetupTokenLive(db, hashToken(token));
 
   return {
     adminExists,
@@ -45,10 +33,7 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
     async issueLink(): Promise<string | undefined> {
       if (await adminExists()) return undefined;
       const token = generateToken();
-      await db
-        .insertInto('admin_setup_tokens')
-        .values({ token_hash: hashToken(token), expires_at: new Date(Date.now() + config.ttl.adminSetup * 1000) })
-        .execute();
+      await insertSetupToken(db, hashToken(token), new Date(Date.now() + config.ttl.adminSetup * 1000));
       return `${config.adminUrl}/setup?token=${token}`;
     },
 
@@ -70,20 +55,11 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
       const passwordHash = await hashPassword(input.password);
       try {
         return await db.transaction().execute(async (trx) => {
-          // Every open link, locked in one order: two links used at once queue here instead of deadlocking.
-          await trx.selectFrom('admin_setup_tokens').select('token_hash').where('used_at', 'is', null).orderBy('token_hash').forUpdate().execute();
-          const consumed = await trx
-            .updateTable('admin_setup_tokens')
-            .set({ used_at: sql`now()` })
-            .where('token_hash', '=', hashToken(token))
-            .where('used_at', 'is', null)
-            .where('expires_at', '>', sql<Date>`now()`)
-            .returning('token_hash')
-            .executeTakeFirst();
-          if (!consumed) throw new AppError(400, 'INVALID_TOKEN', 'This setup link is invalid, expired or was used already');
+          // This link and every other open one are consumed together (locked in one order: no deadlock).
+          if (!(await consumeSetupTokens(trx, hashToken(token)))) {
+            throw new AppError(400, 'INVALID_TOKEN', 'This setup link is invalid, expired or was used already');
+          }
           if (await adminExists(trx)) throw new AppError(409, 'ADMIN_EXISTS', 'An admin exists already; sign in instead');
-          // Every other outstanding link dies with this one.
-          await trx.updateTable('admin_setup_tokens').set({ used_at: sql`now()` }).where('used_at', 'is', null).execute();
           const user = await insertUser(trx, {
             id: randomUUID(),
             email,

@@ -27,20 +27,20 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
-import * as authz from '../../db/repositories/authorization.js';
-import type { AuthorizationRequestRow } from '../../db/repositories/authorization.js';
+import * as requests from '../../db/repositories/authorization-requests.js';
+import type { AuthorizationRequestRow } from '../../db/repositories/authorization-requests.js';
+import { insertAuthorizationCode } from '../../db/repositories/codes.js';
+import { findConsent, upsertConsent } from '../../db/repositories/consents.js';
+import { insertGrant } from '../../db/repositories/grants.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { findUserById } from '../../db/repositories/users.js';
-import type { Application } from '../../schemas/admin.js';
+import type { Application } from '../domain/application.js';
 import type { Config } from '../config.js';
 import { OAuthError } from '../oauth/errors.js';
-import { signIdToken } from '../oauth/id-token.js';
-import { isValidCodeChallenge, isValidCodeVerifier, verifyPkce } from '../oauth/pkce.js';
+import { isValidCodeChallenge } from '../oauth/pkce.js';
 import { formatScope, parseRequestedScope, splitScope } from '../oauth/scope.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { ApplicationService } from './applications.js';
-import type { KeyStore } from './key-store.js';
-import type { SessionContext } from './sessions.js';
+import type { SessionContext } from '../domain/session.js';
 
 export type RawParams = Record<string, string | string[] | undefined>;
 
@@ -53,6 +53,12 @@ export type Decision =
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
   | { kind: 'consent'; requestId: string };
+
+/** A pending authorization request as the hosted pages see it. */
+export interface PendingRequest {
+  id: string;
+  params: AuthorizationRequestParams;
+}
 
 /** Where a pending request stands for the session presenting it. */
 type Step = 'sign-in' | 'sign-up' | 'verify-email' | 'consent' | 'issue' | { error: OAuthError };
@@ -72,16 +78,7 @@ export function appendQuery(uri: string, values: Record<string, string | undefin
   return url.toString();
 }
 
-export interface TokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  id_token?: string;
-  refresh_token?: string;
-  scope: string;
-}
-
-export function createAuthorizationService(deps: { db: Db; config: Config; applications: ApplicationService; keys: KeyStore }) {
+export function createAuthorizationService(deps: { db: Db; config: Config; applications: ApplicationService }) {
   const { db, config } = deps;
   const issuer = config.issuer;
 
@@ -197,7 +194,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     // Consent on this request counts only for the user who gave it, and only for the scopes shown.
     const consentedHere = request.consent_user_id === ctx.user.id && params.scope.every((s) => request.consent_scopes?.includes(s));
     if (!consentedHere) {
-      const remembered = (await authz.findConsent(db, ctx.user.id, params.client_id)) ?? [];
+      const remembered = (await findConsent(db, ctx.user.id, params.client_id)) ?? [];
       if (params.prompt.includes('consent') || params.scope.some((s) => !remembered.includes(s))) {
         if (none) return { error: new OAuthError('consent_required', 'the user has not consented to these scopes') };
         return 'consent';
@@ -208,7 +205,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
 
   async function findBound(requestId: string, browser: string | undefined): Promise<AuthorizationRequestRow | undefined> {
     if (!browser || requestId.length > 128) return undefined;
-    return authz.findPendingAuthorizationRequest(db, requestId, hashToken(browser));
+    return requests.findPendingAuthorizationRequest(db, requestId, hashToken(browser));
   }
 
   /** The next step for a stored request of this browser, given who is signed in. */
@@ -224,7 +221,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     const step = await nextStep(request, ctx);
     if (typeof step === 'object') {
       // An error ends the request: it cannot be continued afterwards.
-      await authz.completeAuthorizationRequest(db, request.id);
+      await requests.completeAuthorizationRequest(db, request.id);
       return errorRedirect(request.params, step.error);
     }
     if (step === 'issue') return issueCode(request.id, request.params, ctx!);
@@ -235,11 +232,11 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     const code = generateToken();
     const completed = await db.transaction().execute(async (trx) => {
       // Completing the request and issuing the code happen together, once.
-      if (!(await authz.completeAuthorizationRequest(trx, requestId))) return false;
+      if (!(await requests.completeAuthorizationRequest(trx, requestId))) return false;
       const grantId = randomUUID();
       const scope = formatScope(params.scope);
-      await authz.insertGrant(trx, { id: grantId, user_id: ctx.user.id, client_id: params.client_id, scope, session_id: ctx.session.id, auth_time: ctx.session.auth_time });
-      await authz.insertAuthorizationCode(trx, {
+      await insertGrant(trx, { id: grantId, user_id: ctx.user.id, client_id: params.client_id, scope, session_id: ctx.session.id, auth_time: ctx.session.auth_time });
+      await insertAuthorizationCode(trx, {
         code_hash: hashToken(code),
         grant_id: grantId,
         client_id: params.client_id,
@@ -273,7 +270,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         if (error instanceof OAuthError) return errorRedirect({ redirect_uri: redirectUri, state }, error);
         throw error;
       }
-      const request = await authz.insertAuthorizationRequest(db, {
+      const request = await requests.insertAuthorizationRequest(db, {
         id: generateToken(),
         client_id: app.clientId,
         params,
@@ -285,18 +282,18 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
 
     decide,
 
-    /** A pending request of this browser, with its application (undefined when none). */
-    async pendingRequest(requestId: string, browser: string | undefined) {
+    /** A pending request of this browser (what the pages show of it), with its application. */
+    async pendingRequest(requestId: string, browser: string | undefined): Promise<{ request: PendingRequest; app: Application } | undefined> {
       const request = await findBound(requestId, browser);
       if (!request) return undefined;
       const app = await deps.applications.find(request.client_id);
-      return app ? { request, app } : undefined;
+      return app ? { request: { id: request.id, params: request.params }, app } : undefined;
     },
 
     /** After a sign-in or sign-up on a request: records who signed in, in which session. */
     async recordSignIn(requestId: string, browser: string | undefined, who: { userId: string; sessionId: string }): Promise<boolean> {
       if (!browser) return false;
-      return authz.recordRequestSignIn(db, requestId, hashToken(browser), who);
+      return requests.recordRequestSignIn(db, requestId, hashToken(browser), who);
     },
 
     /**
@@ -308,100 +305,19 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       const request = await findBound(requestId, browser);
       if (!request) throw notFound();
       if (!allow) {
-        await authz.completeAuthorizationRequest(db, requestId);
+        await requests.completeAuthorizationRequest(db, requestId);
         return errorRedirect(request.params, new OAuthError('access_denied', 'the user denied the request'));
       }
       if ((await nextStep(request, ctx)) !== 'consent') return decideFor(request, ctx);
       const scopes = request.params.scope;
       const recorded = await db.transaction().execute(async (trx) => {
-        if (!(await authz.recordRequestConsent(trx, requestId, ctx.user.id, scopes))) return false;
-        await authz.upsertConsent(trx, ctx.user.id, request.client_id, scopes);
+        if (!(await requests.recordRequestConsent(trx, requestId, ctx.user.id, scopes))) return false;
+        await upsertConsent(trx, ctx.user.id, request.client_id, scopes);
         await appendAuditEvent(trx, { type: 'consent.granted', userId: ctx.user.id, clientId: request.client_id, detail: { scope: formatScope(scopes) } });
         return true;
       });
       if (!recorded) throw notFound();
       return decideFor({ ...request, consent_user_id: ctx.user.id, consent_scopes: scopes, consent_given_at: new Date() }, ctx);
-    },
-
-    /** POST token, grant_type=authorization_code (RFC 6749 §4.1.3, RFC 7636 §4.6). */
-    async exchangeCode(body: RawParams, app: Application): Promise<TokenResponse> {
-      const code = single(body, 'code');
-      const verifier = single(body, 'code_verifier');
-      const redirectUri = single(body, 'redirect_uri');
-      if (!code) throw new OAuthError('invalid_request', 'code is required');
-      if (!verifier) throw new OAuthError('invalid_request', 'code_verifier is required');
-      if (!redirectUri) throw new OAuthError('invalid_request', 'redirect_uri is required');
-      if (!isValidCodeVerifier(verifier)) throw new OAuthError('invalid_request', 'code_verifier must be 43-128 unreserved characters');
-      if (code.length > 256) throw new OAuthError('invalid_grant', 'the authorization code is invalid, expired or already used');
-
-      const result = await authz.consumeAuthorizationCode(db, hashToken(code));
-      const invalid = () => new OAuthError('invalid_grant', 'the authorization code is invalid, expired or already used');
-      if (!result) throw invalid();
-      const { code: row } = result;
-      if (result.replayed) {
-        await db.transaction().execute(async (trx) => {
-          await authz.revokeGrant(trx, row.grant_id);
-          await appendAuditEvent(trx, { type: 'code.reuse_detected', userId: row.user_id, clientId: row.client_id, detail: { grantId: row.grant_id } });
-        });
-        throw invalid();
-      }
-      if (row.client_id !== app.clientId) throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
-      if (new Date(row.expires_at).getTime() <= Date.now()) throw invalid();
-      if (row.redirect_uri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
-      if (!verifyPkce(verifier, row.code_challenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
-      const user = await findUserById(db, row.user_id);
-      if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user is not available');
-
-      const scopes = splitScope(row.scope);
-      const accessToken = generateToken();
-      const refreshToken = scopes.includes('offline_access') ? generateToken() : undefined;
-      const key = await deps.keys.currentKey();
-      const idToken = await signIdToken(
-        {
-          issuer,
-          subject: user.id,
-          clientId: app.clientId,
-          authTime: new Date(row.auth_time),
-          nonce: row.nonce,
-          accessToken,
-          sessionId: row.session_id,
-          lifetimeSeconds: config.ttl.idToken,
-        },
-        key,
-      );
-      const now = Date.now();
-      await db.transaction().execute(async (trx) => {
-        await authz.insertAccessToken(trx, {
-          token_hash: hashToken(accessToken),
-          grant_id: row.grant_id,
-          client_id: app.clientId,
-          user_id: user.id,
-          scope: row.scope,
-          session_id: row.session_id,
-          expires_at: new Date(now + config.ttl.accessToken * 1000),
-        });
-        if (refreshToken) {
-          await authz.insertRefreshToken(trx, {
-            id: randomUUID(),
-            token_hash: hashToken(refreshToken),
-            grant_id: row.grant_id,
-            client_id: app.clientId,
-            user_id: user.id,
-            scope: row.scope,
-            expires_at: new Date(now + config.ttl.refreshToken * 1000),
-            absolute_expires_at: new Date(now + config.ttl.refreshTokenAbsolute * 1000),
-          });
-        }
-        await appendAuditEvent(trx, { type: 'token.issued', userId: user.id, clientId: app.clientId, detail: { grantId: row.grant_id, scope: row.scope, refresh: Boolean(refreshToken) } });
-      });
-      return {
-        access_token: accessToken,
-        token_type: 'Bearer',
-        expires_in: config.ttl.accessToken,
-        id_token: idToken,
-        ...(refreshToken && { refresh_token: refreshToken }),
-        scope: row.scope,
-      };
     },
   };
 }

@@ -7,9 +7,9 @@
 //    not yet exchanged is deleted (token.revoked, one per live grant, with its application);
 //  - every outstanding password-reset link dies (a link mailed before the change must not undo it).
 // Nothing of this comes back later: re-enabling a user gives them no session and no token.
-import type { Db } from '../../db/create-db.js';
+import type { Tx } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { listUserGrants, revokeAllUserTokens } from '../../db/repositories/authorization.js';
+import { listUserGrants, revokeAllUserTokens } from '../../db/repositories/grants.js';
 import { revokeUserPasswordResetTokens } from '../../db/repositories/password-reset.js';
 import { revokeUserSessions } from '../../db/repositories/sessions.js';
 
@@ -22,7 +22,7 @@ export interface RevocationContext {
   ip?: string | null | undefined;
 }
 
-export async function revokeUserAccess(trx: Db, userId: string, context: RevocationContext): Promise<{ sessionIds: string[]; grants: number }> {
+export async function revokeUserAccess(trx: Tx, userId: string, context: RevocationContext): Promise<{ sessionIds: string[]; grants: number }> {
   const sessionIds = await revokeUserSessions(trx, userId);
   const liveGrants = (await listUserGrants(trx, userId)).filter((g) => !g.revoked_at);
   const grants = await revokeAllUserTokens(trx, userId);

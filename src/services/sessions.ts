@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import { insertSession, revokeSessionByHash, touchLiveSession } from '../../db/repositories/sessions.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { revokeSessionAccessTokens } from '../../db/repositories/authorization.js';
+import { revokeSessionAccessTokens } from '../../db/repositories/access-tokens.js';
 import type { Session, SessionContext } from '../domain/session.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import { toAccountUser, toSession } from './rows.js';

@@ -1,6 +1,7 @@
 // Token administration: revocation (RFC 7009), session sign-out propagation, admin views.
 import type { Db } from '../../db/create-db.js';
-import * as authz from '../../db/repositories/authorization.js';
+import { findAccessTokenByHash, revokeAccessToken } from '../../db/repositories/access-tokens.js';
+import { revokeRefreshFamily, revokeRefreshFamilyByHash } from '../../db/repositories/refresh-tokens.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 
 export function createTokenService(deps: { db: Db }) {
@@ -9,7 +10,7 @@ export function createTokenService(deps: { db: Db }) {
     /** The cookie logout: the refresh token's whole family, whichever client it belongs to. */
     async revokeRefreshFamily(refreshHash: string, ip: string | null): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
-        const family = await authz.revokeRefreshFamilyByHash(trx, refreshHash);
+        const family = await revokeRefreshFamilyByHash(trx, refreshHash);
         if (family) {
           await appendAuditEvent(trx, { type: 'token.revoked', userId: family.userId, clientId: family.clientId, ip, detail: { kind: 'refresh_token', grantId: family.grantId, reason: 'cookie-logout' } });
         }
@@ -21,14 +22,14 @@ export function createTokenService(deps: { db: Db }) {
     async revoke(tokenHash: string, clientId: string, hint: 'access_token' | 'refresh_token', ip: string | null): Promise<void> {
       await db.transaction().execute(async (trx) => {
         const tryRefresh = async () => {
-          const family = await authz.revokeRefreshFamily(trx, tokenHash, clientId);
+          const family = await revokeRefreshFamily(trx, tokenHash, clientId);
           if (family) await appendAuditEvent(trx, { type: 'token.revoked', userId: family.userId, clientId, ip, detail: { kind: 'refresh_token', grantId: family.grantId } });
           return Boolean(family);
         };
         const tryAccess = async () => {
-          const row = await authz.findAccessTokenByHash(trx, tokenHash);
+          const row = await findAccessTokenByHash(trx, tokenHash);
           if (!row || row.client_id !== clientId) return false;
-          await authz.revokeAccessToken(trx, tokenHash);
+          await revokeAccessToken(trx, tokenHash);
           await appendAuditEvent(trx, { type: 'token.revoked', userId: row.user_id, clientId, ip, detail: { kind: 'access_token', grantId: row.grant_id } });
           return true;
         };

@@ -2,7 +2,9 @@
 // session ends it and every token issued in it, offline refresh tokens included (an admin revocation
 // is stronger than a sign-out). Revoking a grant ends its tokens and forgets the consent.
 import type { Db } from '../../db/create-db.js';
-import * as authz from '../../db/repositories/authorization.js';
+import { revokeSessionAccessTokens } from '../../db/repositories/access-tokens.js';
+import { deleteConsents } from '../../db/repositories/consents.js';
+import { listUserGrants, liveGrantIds, revokeGrant } from '../../db/repositories/grants.js';
 import * as sessions from '../../db/repositories/sessions.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { notFound } from '../errors.js';
@@ -37,9 +39,9 @@ export function createUserAccessService(deps: { db: Db; users: UserService }) {
       return db.transaction().execute(async (trx) => {
         const revoked = await sessions.revokeUserSessions(trx, id, sessionId);
         if (sessionId && revoked.length === 0) throw notFound('SESSION_NOT_FOUND', `No live session ${sessionId} of this user`);
-        const grants = await authz.liveGrantIds(trx, id, { sessionIds: revoked });
-        for (const grantId of grants) await authz.revokeGrant(trx, grantId);
-        await authz.revokeSessionAccessTokens(trx, revoked);
+        const grants = await liveGrantIds(trx, id, { sessionIds: revoked });
+        for (const grantId of grants) await revokeGrant(trx, grantId);
+        await revokeSessionAccessTokens(trx, revoked);
         for (const s of revoked) {
           await appendAuditEvent(trx, { type: 'session.revoked', actor: context.actor, ip: context.ip, userId: id, detail: { sessionId: s, reason: 'admin' } });
         }
@@ -48,18 +50,18 @@ export function createUserAccessService(deps: { db: Db; users: UserService }) {
     },
 
     async listGrants(ref: string) {
-      const rows = await authz.listUserGrants(db, await userId(ref));
+      const rows = await listUserGrants(db, await userId(ref));
       return rows.map((g) => ({ id: g.id, clientId: g.client_id, scope: g.scope, sessionId: g.session_id, createdAt: iso(g.created_at)!, revokedAt: iso(g.revoked_at) }));
     },
 
     async revokeGrants(ref: string, context: ActorContext, grantId?: string): Promise<{ grants: number }> {
       const id = await userId(ref);
       return db.transaction().execute(async (trx) => {
-        const grants = await authz.liveGrantIds(trx, id, grantId ? { grantId } : {});
+        const grants = await liveGrantIds(trx, id, grantId ? { grantId } : {});
         if (grantId && grants.length === 0) throw notFound('GRANT_NOT_FOUND', `No live grant ${grantId} of this user`);
-        const rows = (await authz.listUserGrants(trx, id)).filter((g) => grants.includes(g.id));
-        for (const g of grants) await authz.revokeGrant(trx, g);
-        await authz.deleteConsents(trx, id, grantId ? [...new Set(rows.map((r) => r.client_id))] : undefined);
+        const rows = (await listUserGrants(trx, id)).filter((g) => grants.includes(g.id));
+        for (const g of grants) await revokeGrant(trx, g);
+        await deleteConsents(trx, id, grantId ? [...new Set(rows.map((r) => r.client_id))] : undefined);
         for (const g of rows) {
           await appendAuditEvent(trx, { type: 'token.revoked', actor: context.actor, ip: context.ip, userId: id, clientId: g.client_id, detail: { grantId: g.id, reason: 'admin' } });
         }

@@ -1,0 +1,58 @@
+// Refresh tokens: rotated on every use under a row lock; a token's family is its grant.
+import { sql, type Selectable } from 'kysely';
+import type { Db, Tx } from '../create-db.js';
+import type { RefreshTokensTable } from '../tables.js';
+import { revokeGrant } from './grants.js';
+
+export type RefreshTokenRow = Selectable<RefreshTokensTable>;
+
+export async function insertRefreshToken(
+  db: Db,
+  row: { id: string; token_hash: string; grant_id: string; client_id: string; user_id: string; scope: string; expires_at: Date; absolute_expires_at: Date },
+): Promise<void> {
+  await db.insertInto('refresh_tokens').values(row).execute();
+}
+
+/** The refresh token row, locked for the rest of the transaction, with its grant's state. */
+export async function lockRefreshToken(db: Tx, tokenHash: string) {
+  return db
+    .selectFrom('refresh_tokens')
+    .innerJoin('grants', 'grants.id', 'refresh_tokens.grant_id')
+    .selectAll('refresh_tokens')
+    .select(['grants.revoked_at as grant_revoked_at', 'grants.scope as grant_scope', 'grants.auth_time as grant_auth_time'])
+    .where('refresh_tokens.token_hash', '=', tokenHash)
+    .forUpdate('refresh_tokens')
+    .executeTakeFirst();
+}
+
+export async function markRefreshTokenUsed(
+  db: Tx,
+  tokenHash: string,
+  successor: { hash: string; sealed: string | null; accessSealed: string | null },
+): Promise<void> {
+  await db
+    .updateTable('refresh_tokens')
+    .set({ used_at: sql`now()`, successor_hash: successor.hash, successor_sealed: successor.sealed, successor_access_sealed: successor.accessSealed })
+    .where('token_hash', '=', tokenHash)
+    .execute();
+}
+
+export async function findRefreshTokenByHash(db: Db, tokenHash: string): Promise<RefreshTokenRow | undefined> {
+  return db.selectFrom('refresh_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+}
+
+/** Revokes every token of a grant family issued to this client, for RFC 7009 refresh revocation. */
+export async function revokeRefreshFamily(db: Tx, refreshHash: string, clientId: string): Promise<{ grantId: string; userId: string } | undefined> {
+  const row = await db.selectFrom('refresh_tokens').select(['grant_id', 'user_id', 'client_id']).where('token_hash', '=', refreshHash).executeTakeFirst();
+  if (!row || row.client_id !== clientId) return undefined;
+  await revokeGrant(db, row.grant_id);
+  return { grantId: row.grant_id, userId: row.user_id };
+}
+
+/** The refresh token's family, revoked whatever client it belongs to (the cookie logout has no client_id). */
+export async function revokeRefreshFamilyByHash(db: Tx, refreshHash: string): Promise<{ grantId: string; userId: string; clientId: string } | undefined> {
+  const row = await db.selectFrom('refresh_tokens').select(['grant_id', 'user_id', 'client_id']).where('token_hash', '=', refreshHash).executeTakeFirst();
+  if (!row) return undefined;
+  await revokeGrant(db, row.grant_id);
+  return { grantId: row.grant_id, userId: row.user_id, clientId: row.client_id };
+}

@@ -1,0 +1,65 @@
+// What every grant handler of the token endpoint is (RFC 6749 §4, §5): the shape of ory/fosite's
+// handler/oauth2 and node-oidc-provider's lib/actions/grants. A handler reads its parameters, checks
+// them against what its storage says, and has the token issuer record and answer the tokens. Adding
+// a grant is adding a file beside this one and a line in src/services/grants.ts.
+//
+// Pure protocol logic: storage reaches a handler only through the narrow interface it declares.
+import { OAuthError } from '../errors.js';
+
+/** RFC 6749 §5.1. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  id_token?: string;
+  refresh_token?: string;
+  scope: string;
+}
+
+/** The form body of a token request after the endpoint's checks (form-encoded, nothing repeated). */
+export type TokenParams = Readonly<Record<string, string | undefined>>;
+
+/** The authenticated client a token request speaks for (public clients: client_id alone). */
+export interface GrantClient {
+  clientId: string;
+  enabled: boolean;
+}
+
+export interface GrantHandler<Deps> {
+  /** The grant_type value this handler answers. */
+  readonly grantType: string;
+  /** Parameters the grant requires besides grant_type and client_id, checked in this order. */
+  readonly parameters: readonly string[];
+  handle(params: TokenParams, client: GrantClient, deps: Deps): Promise<TokenResponse>;
+}
+
+/**
+ * Tokens recorded for one token response, before the ID token is signed: the issuer signs after the
+ * transaction that recorded them, so no row lock waits on a signature.
+ */
+export interface IssuedTokens {
+  accessToken: string;
+  refreshToken?: string | undefined;
+  scope: string;
+  expiresIn: number;
+  /** The ID token's claims that vary per grant. */
+  subject: string;
+  clientId: string;
+  authTime: Date;
+  nonce?: string | null | undefined;
+  sessionId?: string | null | undefined;
+}
+
+/** Every grant answers through the token issuer, which signs the ID token after the tokens are recorded. */
+export interface TokenAnswer {
+  respond(issued: IssuedTokens): Promise<TokenResponse>;
+}
+
+/** The required parameters of a handler, in order: the first one missing is invalid_request. */
+export function requireParameters(handler: GrantHandler<unknown>, params: TokenParams): string[] {
+  return handler.parameters.map((name) => {
+    const value = params[name];
+    if (!value) throw new OAuthError('invalid_request', `${name} is required`);
+    return value;
+  });
+}

@@ -1,0 +1,116 @@
+// The grants the token endpoint offers, each handler of src/oauth/grants bound to its storage over
+// the repositories. The token endpoint asks `grants.get(grant_type)`; adding a grant is a handler
+// file and a line here.
+import type { Db } from '../../db/create-db.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { consumeAuthorizationCode, type AuthorizationCodeRow } from '../../db/repositories/codes.js';
+import { revokeGrant } from '../../db/repositories/grants.js';
+import { lockRefreshToken } from '../../db/repositories/refresh-tokens.js';
+import { findUserById } from '../../db/repositories/users.js';
+import { authorizationCodeGrant, type AuthorizationCodeStore, type CodeRecord } from '../oauth/grants/authorization-code.js';
+import type { GrantClient, GrantHandler, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
+import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
+import type { TokenIssuer } from './token-issuer.js';
+
+export type Grant = (params: TokenParams, client: GrantClient) => Promise<TokenResponse>;
+
+const codeRecord = (row: AuthorizationCodeRow): CodeRecord => ({
+  grantId: row.grant_id,
+  clientId: row.client_id,
+  userId: row.user_id,
+  redirectUri: row.redirect_uri,
+  codeChallenge: row.code_challenge,
+  nonce: row.nonce,
+  scope: row.scope,
+  authTime: new Date(row.auth_time),
+  sessionId: row.session_id,
+  expiresAt: new Date(row.expires_at),
+});
+
+export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string, Grant> {
+  const { db, issuer } = deps;
+  const isUserActive = async (trx: Db, userId: string) => {
+    const user = await findUserById(trx, userId);
+    return Boolean(user && !user.disabled);
+  };
+
+  const codeStore: AuthorizationCodeStore = {
+    async consumeCode(codeHash) {
+      const result = await consumeAuthorizationCode(db, codeHash);
+      return result && { code: codeRecord(result.code), replayed: result.replayed };
+    },
+    async revokeReplayedGrant(code) {
+      await db.transaction().execute(async (trx) => {
+        await revokeGrant(trx, code.grantId);
+        await appendAuditEvent(trx, { type: 'code.reuse_detected', userId: code.userId, clientId: code.clientId, detail: { grantId: code.grantId } });
+      });
+    },
+    isUserActive: (userId) => isUserActive(db, userId),
+    issue: (code, options) =>
+      db.transaction().execute((trx) =>
+        issuer.issueTokens(trx, {
+          grantId: code.grantId,
+          clientId: code.clientId,
+          userId: code.userId,
+          grantScope: code.scope,
+          scope: code.scope,
+          sessionId: code.sessionId,
+          authTime: code.authTime,
+          nonce: code.nonce,
+          refresh: options.refresh ? { kind: 'new' } : { kind: 'none' },
+        }),
+      ),
+    respond: issuer.respond,
+  };
+
+  const refreshStore: RefreshTokenStore = {
+    withLockedToken: (tokenHash, work) =>
+      db.transaction().execute(async (trx) => {
+        const row = await lockRefreshToken(trx, tokenHash);
+        const token: LockedRefreshToken | undefined = row && {
+          grantId: row.grant_id,
+          clientId: row.client_id,
+          userId: row.user_id,
+          scope: row.scope,
+          usedAt: row.used_at ? new Date(row.used_at) : null,
+          revoked: Boolean(row.revoked_at || row.grant_revoked_at),
+          expiresAt: new Date(row.expires_at),
+          absoluteExpiresAt: new Date(row.absolute_expires_at),
+          authTime: row.grant_auth_time ? new Date(row.grant_auth_time) : null,
+        };
+        return work(token, {
+          liveSuccessor: (t) =>
+            issuer.liveSuccessor(trx, {
+              usedAt: t.usedAt!,
+              successorHash: row!.successor_hash,
+              successorSealed: row!.successor_sealed,
+              successorAccessSealed: row!.successor_access_sealed,
+              userId: t.userId,
+              clientId: t.clientId,
+              authTime: t.authTime,
+            }),
+          async revokeFamily(t) {
+            await revokeGrant(trx, t.grantId);
+            await appendAuditEvent(trx, { type: 'refresh_token.reuse_detected', userId: t.userId, clientId: t.clientId, detail: { grantId: t.grantId } });
+          },
+          isUserActive: (userId) => isUserActive(trx, userId),
+          rotate: (t, scope) =>
+            issuer.issueTokens(trx, {
+              grantId: t.grantId,
+              clientId: t.clientId,
+              userId: t.userId,
+              grantScope: t.scope,
+              scope,
+              // Issued offline: not tied to a browser session, so sign-out does not end it.
+              sessionId: null,
+              authTime: t.authTime ?? new Date(),
+              refresh: { kind: 'rotate', presentedHash: tokenHash, absoluteExpiresAt: t.absoluteExpiresAt },
+            }),
+        });
+      }),
+    respond: issuer.respond,
+  };
+
+  const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [handler.grantType, (params, client) => handler.handle(params, client, store)];
+  return new Map([bind(authorizationCodeGrant, codeStore), bind(refreshTokenGrant, refreshStore)]);
+}

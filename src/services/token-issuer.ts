@@ -1,0 +1,152 @@
+// The one token issuer of every grant: records the access token, the refresh token (a new family
+// member, or the successor of a rotated one with its bookkeeping) and the audit event inside the
+// caller's transaction; answers with the ID token signed after that transaction, so that no row lock
+// or pooled connection waits on a signature.
+import { randomUUID } from 'node:crypto';
+import type { Tx } from '../../db/create-db.js';
+import { insertAccessToken, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { findRefreshTokenByHash, insertRefreshToken, markRefreshTokenUsed } from '../../db/repositories/refresh-tokens.js';
+import type { Config } from '../config.js';
+import type { IssuedTokens, TokenResponse } from '../oauth/grants/grant.js';
+import { signIdToken } from '../oauth/id-token.js';
+import { splitScope } from '../oauth/scope.js';
+import { seal, unseal } from '../oauth/seal.js';
+import { generateToken, hashToken } from '../oauth/tokens.js';
+import type { KeyStore } from './key-store.js';
+
+const SEAL_PURPOSE = 'refresh successor';
+
+export interface IssueInput {
+  grantId: string;
+  clientId: string;
+  userId: string;
+  /** The grant's scope: what a refresh token keeps. */
+  grantScope: string;
+  /** The access token's scope (narrower on a refresh that asked for less). */
+  scope: string;
+  /** The browser session an access token ends with; null when issued offline (by refresh). */
+  sessionId: string | null;
+  authTime: Date;
+  nonce?: string | null;
+  /** No refresh token; a new family member (code grant with offline_access); or a rotation. */
+  refresh: { kind: 'none' } | { kind: 'new' } | { kind: 'rotate'; presentedHash: string; absoluteExpiresAt: Date };
+}
+
+export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
+  const { config } = deps;
+  const secretKey = config.secretKey!;
+  const grace = config.ttl.refreshTokenGrace > 0;
+
+  return {
+    /** Records the tokens of one token response in `trx`, with their audit event. */
+    async issueTokens(trx: Tx, input: IssueInput): Promise<IssuedTokens> {
+      const now = Date.now();
+      const accessToken = generateToken();
+      const refreshToken = input.refresh.kind === 'none' ? undefined : generateToken();
+      await insertAccessToken(trx, {
+        token_hash: hashToken(accessToken),
+        grant_id: input.grantId,
+        client_id: input.clientId,
+        user_id: input.userId,
+        scope: input.scope,
+        session_id: input.sessionId,
+        expires_at: new Date(now + config.ttl.accessToken * 1000),
+      });
+      if (refreshToken) {
+        const successorHash = hashToken(refreshToken);
+        const absolute = input.refresh.kind === 'rotate' ? input.refresh.absoluteExpiresAt : new Date(now + config.ttl.refreshTokenAbsolute * 1000);
+        await insertRefreshToken(trx, {
+          id: randomUUID(),
+          token_hash: successorHash,
+          grant_id: input.grantId,
+          client_id: input.clientId,
+          user_id: input.userId,
+          scope: input.grantScope,
+          // Sliding lifetime, never past the family's absolute cap.
+          expires_at: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
+          absolute_expires_at: absolute,
+        });
+        if (input.refresh.kind === 'rotate') {
+          // With a grace window the successor pair is kept sealed, for a retry of the used token.
+          await markRefreshTokenUsed(trx, input.refresh.presentedHash, {
+            hash: successorHash,
+            sealed: grace ? seal(refreshToken, { secretKey, purpose: SEAL_PURPOSE, aad: successorHash }) : null,
+            accessSealed: grace ? seal(accessToken, { secretKey, purpose: SEAL_PURPOSE, aad: `${successorHash}:access` }) : null,
+          });
+        }
+      }
+      if (input.refresh.kind === 'rotate') {
+        await appendAuditEvent(trx, { type: 'refresh_token.rotated', userId: input.userId, clientId: input.clientId, detail: { grantId: input.grantId, scope: input.scope } });
+      } else {
+        await appendAuditEvent(trx, { type: 'token.issued', userId: input.userId, clientId: input.clientId, detail: { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) } });
+      }
+      return {
+        accessToken,
+        refreshToken,
+        scope: input.scope,
+        expiresIn: config.ttl.accessToken,
+        subject: input.userId,
+        clientId: input.clientId,
+        authTime: input.authTime,
+        nonce: input.nonce ?? null,
+        sessionId: input.refresh.kind === 'rotate' ? null : input.sessionId,
+      };
+    },
+
+    /**
+     * Within the grace window, the successor a used refresh token was rotated to, if it is still
+     * live: the same pair again, never a sibling.
+     */
+    async liveSuccessor(
+      trx: Tx,
+      used: { usedAt: Date; successorHash: string | null; successorSealed: string | null; successorAccessSealed: string | null; userId: string; clientId: string; authTime: Date | null },
+    ): Promise<IssuedTokens | undefined> {
+      if (!grace || Date.now() - used.usedAt.getTime() > config.ttl.refreshTokenGrace * 1000) return undefined;
+      if (!used.successorHash || !used.successorSealed || !used.successorAccessSealed) return undefined;
+      const successor = await findRefreshTokenByHash(trx, used.successorHash);
+      const refreshToken = unseal(used.successorSealed, { secretKey, purpose: SEAL_PURPOSE, aad: used.successorHash });
+      const accessToken = unseal(used.successorAccessSealed, { secretKey, purpose: SEAL_PURPOSE, aad: `${used.successorHash}:access` });
+      const access = accessToken ? await findAccessTokenByHash(trx, hashToken(accessToken)) : undefined;
+      if (!successor || successor.used_at || successor.revoked_at || !refreshToken || !accessToken || !access) return undefined;
+      return {
+        accessToken,
+        refreshToken,
+        scope: access.scope,
+        expiresIn: Math.max(0, Math.round((new Date(access.expires_at).getTime() - Date.now()) / 1000)),
+        subject: used.userId,
+        clientId: used.clientId,
+        authTime: used.authTime ?? new Date(),
+      };
+    },
+
+    /** The token response: the ID token (when openid was granted) is signed here, after the commit. */
+    async respond(issued: IssuedTokens): Promise<TokenResponse> {
+      const idToken = splitScope(issued.scope).includes('openid')
+        ? await signIdToken(
+            {
+              issuer: config.issuer,
+              subject: issued.subject,
+              clientId: issued.clientId,
+              authTime: issued.authTime,
+              nonce: issued.nonce,
+              accessToken: issued.accessToken,
+              sessionId: issued.sessionId,
+              lifetimeSeconds: config.ttl.idToken,
+            },
+            await deps.keys.currentKey(),
+          )
+        : undefined;
+      return {
+        access_token: issued.accessToken,
+        token_type: 'Bearer',
+        expires_in: issued.expiresIn,
+        ...(idToken && { id_token: idToken }),
+        ...(issued.refreshToken && { refresh_token: issued.refreshToken }),
+        scope: issued.scope,
+      };
+    },
+  };
+}
+
+export type TokenIssuer = ReturnType<typeof createTokenIssuer>;
