@@ -10,18 +10,9 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
-import { findBearer, type AccessTokenRow, type BearerRow } from '../../db/repositories/access-tokens.js';
-import { splitScope } from '../../src/oauth/scope.js';
-import { hashToken } from '../../src/oauth/tokens.js';
+import { type BearerAuth, createBearerService } from '../../src/services/bearer.js';
 
-export interface BearerAuth {
-  token: AccessTokenRow;
-  scopes: string[];
-  clientId: string;
-  userId: string;
-  /** undefined when the user row vanished after the token was found (the handler answers 404). */
-  user: BearerRow['user'];
-}
+export type { BearerAuth };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,23 +49,14 @@ function tokenAlsoElsewhere(request: FastifyRequest): boolean {
 export default fp(
   async function bearerAuth(app: FastifyInstance, { config }: { config: Config }) {
     app.decorateRequest('bearer', undefined);
+    const bearers = createBearerService({ db: app.db, sessionIdleSeconds: config.ttl.sessionIdle, staticApplications: app.staticApplications });
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
       // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.
       if (!header || !/^Bearer(\s|$)/i.test(header)) return 'missing';
       const match = TOKEN.exec(header);
       if (!match || match[1]!.length > 256) return 'invalid';
-      // One round trip for token, session, user and application.
-      const found = await findBearer(app.db, hashToken(match[1]!), config.ttl.sessionIdle);
-      if (!found) return 'invalid';
-      const { token, user } = found;
-      // Static applications shadow database rows; otherwise the row's flag (absent row: deleted app).
-      const fromStatic = app.staticApplications.get(token.client_id);
-      const enabled = fromStatic ? fromStatic.enabled : found.applicationEnabled === true;
-      if (!enabled) return 'invalid';
-      // A deleted user's tokens are deleted with it; a disabled user's tokens stop working.
-      if (user?.disabled) return 'invalid';
-      return { token, scopes: splitScope(token.scope), clientId: token.client_id, userId: token.user_id, user };
+      return (await bearers.authenticate(match[1]!)) ?? 'invalid';
     }
 
     function hook(required: string[], twoWays: (reply: FastifyReply) => FastifyReply) {
@@ -86,7 +68,7 @@ export default fp(
         request.bearer = result;
         request.corsClientId = result.clientId;
         // 600/min per access token (decisions.md): counted once the token is known to be real.
-        await app.rateLimit(reply, 'BEARER', result.token.token_hash);
+        await app.rateLimit(reply, 'BEARER', result.tokenHash);
         const missing = required.filter((s) => !result.scopes.includes(s));
         if (missing.length) {
           return reply

@@ -9,7 +9,7 @@
 //  - Never credentials; always Vary: Origin.
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { APPLICATIONS_CHANNEL } from '../../db/repositories/applications.js';
+import { APPLICATIONS_CHANNEL } from '../../src/services/applications.js';
 
 export const CORS_CACHE_SECONDS = 60;
 export const CORS_MAX_AGE_SECONDS = 600;

@@ -3,9 +3,10 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../src/config.js';
-import { createDatabase, type DatabaseHandle, type Db } from '../../db/create-db.js';
-import { acquireDataDirLock } from '../../db/data-dir-lock.js';
-import { migrateToLatest } from '../../db/migrate.js';
+import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase } from '../../src/database.js';
+
+/** The CLI and tests open the database the same way (src/database.ts). */
+export { openConfiguredDatabase };
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,30 +18,6 @@ declare module 'fastify' {
 export interface DbPluginOptions {
   config: Config;
   database?: DatabaseHandle | undefined;
-}
-
-export async function openConfiguredDatabase(config: Config, purpose: string): Promise<DatabaseHandle> {
-  if (config.databaseUrl) {
-    return createDatabase({ databaseUrl: config.databaseUrl, poolSize: config.databasePoolSize });
-  }
-  const release = acquireDataDirLock(config.dataDir, purpose);
-  try {
-    const handle = await createDatabase({ dataDir: `${config.dataDir}/pglite` });
-    const close = handle.close.bind(handle);
-    return {
-      ...handle,
-      async close() {
-        try {
-          await close();
-        } finally {
-          release();
-        }
-      },
-    };
-  } catch (error) {
-    release();
-    throw error;
-  }
 }
 
 export default fp(

@@ -22,10 +22,6 @@ import { createEndSessionService, type EndSessionService } from '../../src/servi
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
-const LEGACY_NAMES = [
-  'keys', 'sessions', 'accounts', 'recovery', 'adminSetup', 'authorization', 'tokens', 'signingKeys', 'cleanup', 'mailer',
-] as const;
-
 interface SignInServices {
   keys: KeyStore;
   sessions: SessionService;
@@ -47,11 +43,8 @@ declare module './services.js' {
   }
 }
 
-/** The former top-level names of these services: deprecated, use app.services.* instead. */
-type LegacyServices = Pick<SignInServices, (typeof LEGACY_NAMES)[number]>;
-
 declare module 'fastify' {
-  interface FastifyInstance extends LegacyServices {
+  interface FastifyInstance {
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
     sessionCookieName: string;
@@ -109,8 +102,6 @@ export default fp(
     };
     const endSession = createEndSessionService({ issuer: config.issuer, keys, applications: app.services.applications });
     Object.assign(app.services, added, { endSession });
-    // The former top-level names (deprecated), until every caller uses app.services.
-    for (const name of LEGACY_NAMES) app.decorate(name, added[name] as never);
 
     app.decorate('sessionCookieName', cookieName);
     const sameSite = config.cookieSameSite;

@@ -8,19 +8,13 @@ import { ipKey } from '../../src/rate-limit.js';
 import type { RawParams } from '../../src/services/authorization.js';
 import { authorizeErrors } from '../infra/error-handlers.js';
 import { sendDecision } from '../infra/decisions.js';
-import { documentOnly, HtmlPage, OAuthErrorSchema, Redirect } from '../../schemas/oauth.js';
+import { documentOnly, HtmlPage, OAuthErrorSchema, OAuthParamsSchema, Redirect } from '../../schemas/oauth.js';
 
 const AuthorizeResponses = {
   303: Redirect('to a hosted login page, or to the redirect_uri with a code or an error'),
   400: Type.Union([HtmlPage('error page (an unknown client or redirect_uri is never redirected to)'), OAuthErrorSchema]),
   429: Type.Union([HtmlPage('rate limited; Retry-After'), OAuthErrorSchema]),
 };
-
-// Loose on purpose: the code answers with the RFC's error codes, not a schema error.
-export const OAuthParamsSchema = Type.Record(
-  Type.String({ maxLength: 64 }),
-  Type.Union([Type.String({ maxLength: 4096 }), Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10 })]),
-);
 
 const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
   documentOnly(app);

@@ -7,12 +7,12 @@ import type { Application } from '../../src/domain/application.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
 import { ipKey } from '../../src/rate-limit.js';
-import { sendOAuthJson, toOAuthError } from './errors.js';
+import { oauthJsonErrors } from '../infra/error-handlers.js';
 import { documentOnly, NoContent } from '../../schemas/oauth.js';
 
 export function setUpClientEndpoint(app: FastifyInstance, path: string) {
   documentOnly(app);
-  app.setErrorHandler((error, request, reply) => sendOAuthJson(reply, toOAuthError(error as never, request)));
+  app.setErrorHandler(oauthJsonErrors());
   // Browser CORS: preflight from any registered origin; the answer readable only by the client's own origins.
   app.addHook('preHandler', async (request) => {
     const clientId = (request.body as Record<string, unknown> | undefined)?.client_id;

@@ -11,7 +11,7 @@ import { createCsrf } from '../pages/csrf.js';
 import { sendPage } from '../pages/kit.js';
 import { logoutConfirmPage, messagePage } from '../pages/hosted.js';
 import { endSessionErrors } from '../infra/error-handlers.js';
-import { OAuthParamsSchema } from './authorize.js';
+import { OAuthParamsSchema } from '../../schemas/oauth.js';
 import { documentOnly, HtmlPage, Redirect } from '../../schemas/oauth.js';
 
 const EndSessionResponses = {

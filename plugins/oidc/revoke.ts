@@ -19,7 +19,7 @@ const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
     if (!client) throw new OAuthError('invalid_client', 'unknown client');
     if (!token) throw new OAuthError('invalid_request', 'token is required');
     if (token.length <= 256) {
-      await app.tokens.revoke(hashToken(token), client.clientId, body.token_type_hint === 'access_token' ? 'access_token' : 'refresh_token', request.ip);
+      await app.services.tokens.revoke(hashToken(token), client.clientId, body.token_type_hint === 'access_token' ? 'access_token' : 'refresh_token', request.ip);
     }
     return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send(undefined);
   });

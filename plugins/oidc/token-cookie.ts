@@ -10,7 +10,7 @@ import { OAuthError } from '../../src/oauth/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 import { formParams, tokenRequest } from './client-endpoint.js';
-import { sendOAuthJson, toOAuthError } from './errors.js';
+import { oauthJsonErrors } from '../infra/error-handlers.js';
 import { documentOnly, NoContent, OAuthErrorSchema, OAuthParamsSchema, TokenErrors, TokenResponseSchema } from '../../schemas/oauth.js';
 
 export function refreshCookieName(config: Config): string {
@@ -33,7 +33,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
 
   documentOnly(app);
-  app.setErrorHandler((error, request, reply) => sendOAuthJson(reply, toOAuthError(error as never, request)));
+  app.setErrorHandler(oauthJsonErrors());
 
   // Every answer (errors included) tells a first-party origin it may read it with credentials.
   app.addHook('onRequest', async (request, reply) => {
@@ -88,7 +88,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
   app.post('/oauth2/token/cookie-logout', { schema: { response: { 204: NoContent('the refresh family is revoked and the cookie cleared'), 403: OAuthErrorSchema } } }, async (request, reply) => {
     requireFirstParty(request);
     const cookie = request.cookies[name];
-    if (cookie && cookie.length <= 256) await app.tokens.revokeRefreshFamily(hashToken(cookie), request.ip);
+    if (cookie && cookie.length <= 256) await app.services.tokens.revokeRefreshFamily(hashToken(cookie), request.ip);
     clear(reply);
     return reply.code(204).send();
   });

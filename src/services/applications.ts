@@ -17,6 +17,9 @@ import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import { toApplication } from './rows.js';
 
+/** The PostgreSQL channel on which every instance hears of application changes (CORS caches). */
+export const APPLICATIONS_CHANNEL = repo.APPLICATIONS_CHANNEL;
+
 export interface ActorContext {
   /** Who did it, for the audit trail: "admin-api", "cli:alice", a user id... */
   actor: string;

@@ -87,7 +87,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       kind: 'redirect',
       url: appendQuery(params.redirect_uri, {
         error: error.error,
-        error_description: error.description,
+        error_description: error.error_description,
         state: params.state,
         iss: issuer,
       }),
@@ -102,7 +102,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       clientId = single(raw, 'client_id');
       redirectUri = single(raw, 'redirect_uri');
     } catch (error) {
-      throw new AuthorizeRenderError('invalid_request', (error as OAuthError).description);
+      throw new AuthorizeRenderError('invalid_request', (error as OAuthError).error_description);
     }
     if (!clientId) throw new AuthorizeRenderError('invalid_request', 'client_id is required');
     if (clientId.length > 256) throw new AuthorizeRenderError('invalid_request', 'client_id is not valid');

@@ -92,8 +92,8 @@ t.test('production: no setup token anywhere in the output; idp admin setup-link 
   const handle = await open();
   const { app } = await buildTestApp({ teardown: () => {} }, { env: { SECRET_KEY }, database: { ...handle, dispose: () => handle.close() } });
   try {
-    t.equal(await app.adminSetup.isUsable(LINK.exec(link)![1]!), true, 'the printed link is usable');
-    await app.adminSetup.complete(LINK.exec(second)![1]!, { email: 'first@example.com', name: '', password: 'first admin passphrase' }, { ip: null, userAgent: null });
+    t.equal(await app.services.adminSetup.isUsable(LINK.exec(link)![1]!), true, 'the printed link is usable');
+    await app.services.adminSetup.complete(LINK.exec(second)![1]!, { email: 'first@example.com', name: '', password: 'first admin passphrase' }, { ip: null, userAgent: null });
   } finally {
     await app.close();
     await handle.close();

@@ -104,8 +104,8 @@ t.test('users create --admin: an admin who signs in to the admin web, and no set
   const handle = await createDatabase(cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') });
   const { app } = await buildTestApp({ teardown: () => {} }, { database: { ...handle, dispose: () => handle.close() } });
   try {
-    t.equal(await app.adminSetup.adminExists(), true);
-    t.equal(await app.adminSetup.issueLink(), undefined, 'no setup link once the CLI made an admin');
+    t.equal(await app.services.adminSetup.adminExists(), true);
+    t.equal(await app.services.adminSetup.issueLink(), undefined, 'no setup link once the CLI made an admin');
     const created = (await app.services.audit.list({ type: 'user.created', userId: user.id })).items;
     t.match(created[0]?.actor, /^cli:/, 'the audit trail names the CLI');
 
@@ -157,7 +157,7 @@ t.test('users update --password-stdin and users disable revoke, like the admin A
     });
   const sessionState = (cookie: string) =>
     withApp(async (app) => ({
-      live: Boolean(await app.sessions.resolve(cookie)),
+      live: Boolean(await app.services.sessions.resolve(cookie)),
       reasons: (await app.services.audit.list({ type: 'session.revoked' })).items.map((e) => `${e.actor?.replace(/:.*/, '')}:${e.detail.reason}`),
     }));
 

@@ -92,8 +92,8 @@ t.test('a registered application cannot have the reset mail deliver a token to i
     t.equal(res.status(), 400, `redirectTo ${redirectTo} is refused`);
     t.same(await res.json(), { error: 'INVALID_REDIRECT', message: 'redirectTo must be a URL on the login origin or on one of the FIRST_PARTY_ORIGINS' });
   }
-  await ctx.app.recovery.drain();
-  await ctx.app.mailer.drain();
+  await ctx.app.services.recovery.drain();
+  await ctx.app.services.mailer.drain();
   await delay(300);
   t.same(ctx.smtp.mails.filter((m) => m.to.includes(victimEmail)), [], 'the attacker made no mail reach the victim');
 

@@ -812,8 +812,8 @@ t.test('account changes by an operator revoke what the user held', async (t) => 
   const home = (jar: Record<string, string>) => idp.inject({ method: 'GET', url: '/login/', cookies: jar });
   const refresh = (token: string) => tokenRequest(idp, { grant_type: 'refresh_token', refresh_token: token, client_id: rp.clientId });
   const settle = async () => {
-    await idp.recovery.drain();
-    await idp.mailer.drain();
+    await idp.services.recovery.drain();
+    await idp.services.mailer.drain();
   };
   const mailsTo = (email: string, subject: string) => smtp.mails.filter((m) => m.to === email && m.subject === subject);
   const detailOf = (e: { detail: unknown }) => (typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail) as Record<string, unknown>;

@@ -131,10 +131,10 @@ const goodApplication = (name: string, extra: Form = {}): Form => ({
 
 t.test('setup link: form errors, success, single use, other links die, no link once an admin exists', async (t) => {
   const { app, config, logs } = await buildTestApp(t);
-  t.equal(await app.adminSetup.adminExists(), false);
-  const link = await app.adminSetup.issueLink();
+  t.equal(await app.services.adminSetup.adminExists(), false);
+  const link = await app.services.adminSetup.issueLink();
   t.match(link, new RegExp(`^${config.adminUrl}/setup\\?token=[A-Za-z0-9_-]{43}$`), 'the link is under ADMIN_URL');
-  const other = await app.adminSetup.issueLink();
+  const other = await app.services.adminSetup.issueLink();
   t.not(other, link, 'every call issues a new link');
   const token = new URL(link!).searchParams.get('token')!;
   const path = `/admin/setup?token=${token}`;
@@ -180,14 +180,14 @@ t.test('setup link: form errors, success, single use, other links die, no link o
   res = await submit({ email: 'Taken@Example.com', password, confirmPassword: password });
   t.equal(res.statusCode, 409, 'an address in use');
   t.match(fieldError(res.body, 'email') ?? '', /exists already; promote it with idp users update/);
-  t.equal(await app.adminSetup.isUsable(token), true, 'the link survives a refused address');
-  t.equal(await app.adminSetup.isUsable(new URL(other!).searchParams.get('token')!), true, 'and so does the other one');
+  t.equal(await app.services.adminSetup.isUsable(token), true, 'the link survives a refused address');
+  t.equal(await app.services.adminSetup.isUsable(new URL(other!).searchParams.get('token')!), true, 'and so does the other one');
 
   res = await submit({ email: 'ada@example.com', password, confirmPassword: password }, { origin: 'https://evil.example' });
   t.equal(res.statusCode, 403, 'a foreign Origin is refused');
   res = await submit({ email: 'ada@example.com', password, confirmPassword: password, csrf: '' });
   t.equal(res.statusCode, 403, 'no csrf field is refused');
-  t.equal(await app.adminSetup.adminExists(), false, 'none of that created an admin');
+  t.equal(await app.services.adminSetup.adminExists(), false, 'none of that created an admin');
   t.equal((await browser.get(path)).statusCode, 200, 'and the link still works');
 
   res = await submit({ name: 'Ada Admin', email: 'Ada@Example.com', password, confirmPassword: password });
@@ -220,16 +220,16 @@ t.test('setup link: form errors, success, single use, other links die, no link o
   t.equal(reuse.statusCode, 400, 'posting the used link again fails');
   await t.rejects(app.services.users.get('eve@example.com'), { statusCode: 404 } as unknown as Error, 'no second admin');
   const otherToken = new URL(other!).searchParams.get('token')!;
-  t.equal(await app.adminSetup.isUsable(otherToken), false, 'the other outstanding link died with the first');
+  t.equal(await app.services.adminSetup.isUsable(otherToken), false, 'the other outstanding link died with the first');
   t.same((await app.db.selectFrom('admin_setup_tokens').select('used_at').where('used_at', 'is', null).execute()), [], 'every link is marked used');
-  t.equal(await app.adminSetup.issueLink(), undefined, 'no new link once an admin exists');
+  t.equal(await app.services.adminSetup.issueLink(), undefined, 'no new link once an admin exists');
   t.notOk(logs.text().includes(token), 'the setup token never reaches the request logs');
   t.notOk(logs.text().includes(password), 'nor the password');
 });
 
 t.test('setup link: expiry (ADMIN_SETUP_TTL) and a link outlived by an admin made elsewhere', async (t) => {
   const { app } = await buildTestApp(t, { env: { ADMIN_SETUP_TTL: '1' } });
-  const expiring = await app.adminSetup.issueLink();
+  const expiring = await app.services.adminSetup.issueLink();
   const token = new URL(expiring!).searchParams.get('token')!;
   const browser = new Agent(app);
   const page = await browser.get(`/admin/setup?token=${token}`);
@@ -240,16 +240,16 @@ t.test('setup link: expiry (ADMIN_SETUP_TTL) and a link outlived by an admin mad
   t.match(expired.body, /invalid, expired or was used already/);
   const post = await browser.post('/admin/setup', { ...formFields(page.body, '/admin/setup'), email: 'late@example.com', password, confirmPassword: password });
   t.equal(post.statusCode, 400, 'the form of an expired link is refused');
-  t.equal(await app.adminSetup.adminExists(), false);
+  t.equal(await app.services.adminSetup.adminExists(), false);
 
   // expires_at moved into the past on a long-lived link: the same.
-  const link = await app.adminSetup.issueLink();
+  const link = await app.services.adminSetup.issueLink();
   const token2 = new URL(link!).searchParams.get('token')!;
   await app.db.updateTable('admin_setup_tokens').set({ expires_at: new Date(Date.now() - 1000) }).execute();
   t.equal((await browser.get(`/admin/setup?token=${token2}`)).statusCode, 400);
 
   // An admin created meanwhile (CLI, admin API): an outstanding link shows "Setup is done" and cannot make a second one.
-  const live = await app.adminSetup.issueLink();
+  const live = await app.services.adminSetup.issueLink();
   const token3 = new URL(live!).searchParams.get('token')!;
   const form = await browser.get(`/admin/setup?token=${token3}`);
   t.equal(form.statusCode, 200);
@@ -261,12 +261,12 @@ t.test('setup link: expiry (ADMIN_SETUP_TTL) and a link outlived by an admin mad
   const late = await browser.post('/admin/setup', { ...formFields(form.body, '/admin/setup'), email: 'second@example.com', password, confirmPassword: password });
   t.equal(late.statusCode, 409);
   await t.rejects(app.services.users.get('second@example.com'), { statusCode: 404 } as unknown as Error);
-  t.equal(await app.adminSetup.issueLink(), undefined, 'no link when an admin exists');
+  t.equal(await app.services.adminSetup.issueLink(), undefined, 'no link when an admin exists');
 });
 
 t.test('setup link: two links used at the same moment make exactly one admin', async (t) => {
   const { app } = await buildTestApp(t);
-  const links = [await app.adminSetup.issueLink(), await app.adminSetup.issueLink()];
+  const links = [await app.services.adminSetup.issueLink(), await app.services.adminSetup.issueLink()];
   const browsers = await Promise.all(links.map(async (link) => {
     const agent = new Agent(app);
     const page = await agent.get(new URL(link!).pathname + new URL(link!).search);
@@ -383,7 +383,7 @@ t.test('a signed-out visitor is sent to sign-in with return_to, and comes back a
 
 t.test('a non-admin user gets 403 on every admin page and POST route, and nothing changes', async (t) => {
   const victim = await app.services.users.create({ email: 'victim@example.com', password }, { actor: 'test' });
-  const keysBefore = (await app.signingKeys.list()).map((k) => `${k.kid}:${k.state}`);
+  const keysBefore = (await app.services.signingKeys.list()).map((k) => `${k.kid}:${k.state}`);
   const auditBefore = (await listAuditEvents(app.db)).length;
   const csrf = await normal.agent.csrf();
   const routes = gatedRoutes(target.clientId, victim.id);
@@ -402,7 +402,7 @@ t.test('a non-admin user gets 403 on every admin page and POST route, and nothin
   const v = await app.services.users.get(victim.id);
   t.equal(v.disabled, false);
   t.equal(v.emailVerified, false);
-  t.same((await app.signingKeys.list()).map((k) => `${k.kid}:${k.state}`), keysBefore, 'keys untouched');
+  t.same((await app.services.signingKeys.list()).map((k) => `${k.kid}:${k.state}`), keysBefore, 'keys untouched');
   const after = await listAuditEvents(app.db);
   t.same(after.slice(auditBefore).map((e) => e.type).filter((type) => /^(application\.|signing_key\.|user\.(updated|deleted)|token\.revoked)/.test(type)), [], 'no change was recorded');
   t.notOk((await app.services.applications.list({ q: 'Sneaky' })).items.length, 'no application was created');
@@ -822,7 +822,7 @@ t.test('users: search, view, disable, enable, verify, revoke sessions, revoke gr
 t.test('signing keys: list, rotation refused while the next key is new, then done', async (t) => {
   const keys = await admin.agent.get('/admin/keys');
   t.equal(keys.statusCode, 200);
-  const before = await app.signingKeys.list();
+  const before = await app.services.signingKeys.list();
   const current = before.find((k) => k.state === 'current')!;
   const next = before.find((k) => k.state === 'next')!;
   t.ok(current && next, 'a current and a next key');
@@ -835,7 +835,7 @@ t.test('signing keys: list, rotation refused while the next key is new, then don
   t.equal(res.statusCode, 409, 'refused: the next key is too new');
   t.match(res.body, new RegExp(`<p class="alert" role="alert">The next key ${next.kid} was published \\d+ s ago; relying parties may cache the JWKS`), 'the reason is shown');
   t.match(res.body, /<h1>Signing keys<\/h1>/, 'on the keys page');
-  t.same((await app.signingKeys.list()).map((k) => `${k.kid}:${k.state}`), before.map((k) => `${k.kid}:${k.state}`), 'nothing rotated');
+  t.same((await app.services.signingKeys.list()).map((k) => `${k.kid}:${k.state}`), before.map((k) => `${k.kid}:${k.state}`), 'nothing rotated');
   t.equal((await events(app, 'signing_key.rotated')).length, 0);
 
   // Old enough: it works.
@@ -843,7 +843,7 @@ t.test('signing keys: list, rotation refused while the next key is new, then don
   res = await admin.agent.submit('/admin/keys/rotate', '/admin/keys/rotate');
   t.equal(res.statusCode, 303);
   t.equal(res.headers.location, '/admin/keys?done=rotated');
-  const after = await app.signingKeys.list();
+  const after = await app.services.signingKeys.list();
   t.equal(after.find((k) => k.kid === next.kid)?.state, 'current', 'next → current');
   t.equal(after.find((k) => k.kid === current.kid)?.state, 'retired', 'current → retired');
   const newNext = after.find((k) => k.state === 'next');
@@ -1062,7 +1062,7 @@ t.test('every logo the admin web shows is one its CSP lets the browser load', as
 t.test('ADMIN_URL on another path: every page, link, redirect and the setup link follow it', async (t) => {
   const { app: other, config: otherConfig } = await buildTestApp(t, { env: { ADMIN_URL: 'http://localhost:3000/console' } });
   t.equal(otherConfig.adminUrl, 'http://localhost:3000/console');
-  const link = await other.adminSetup.issueLink();
+  const link = await other.services.adminSetup.issueLink();
   t.match(link, /^http:\/\/localhost:3000\/console\/setup\?token=/);
   const setup = await new Agent(other).get(new URL(link!).pathname + new URL(link!).search);
   t.equal(setup.statusCode, 200);

@@ -52,8 +52,8 @@ t.test('every event type of decisions.md is recorded by its feature', async (t) 
 
   // password_reset.requested / password_reset.completed
   await app.inject({ method: 'POST', url: '/api/auth/request-password-reset', headers: json, payload: { email, redirectTo: '/login/reset-password' } });
-  await app.recovery.drain();
-  await app.mailer.drain();
+  await app.services.recovery.drain();
+  await app.services.mailer.drain();
   // No SMTP_URL in tests: the mail is in the development outbox.
   const outbox = readFileSync(`${config.dataDir}/outbox.jsonl`, 'utf8');
   const token = /\/reset-password\/([A-Za-z0-9_-]{43})/.exec(outbox)?.[1];

@@ -29,14 +29,14 @@ t.test('expired rows of every kind go, live ones stay', async (t) => {
   }
   await sql`update sessions set expires_at = ${past} where ctid = (select ctid from sessions order by created_at desc limit 1)`.execute(db);
 
-  const deleted = await app.cleanup.runOnce();
+  const deleted = await app.services.cleanup.runOnce();
   for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens', 'sessions']) {
     t.equal(deleted[table], 1, `${table}: one expired row deleted`);
     t.equal(await count(table), before[table]! - 1, `${table}: the others stay`);
   }
   const info = await app.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', headers: { authorization: `Bearer ${live.tokens.access_token}` } });
   t.equal(info.statusCode, 200, 'the live flow still works');
-  t.same(await app.cleanup.runOnce().then((d) => d.access_tokens), 0, 'a second run finds nothing');
+  t.same(await app.services.cleanup.runOnce().then((d) => d.access_tokens), 0, 'a second run finds nothing');
 });
 
 t.test('idle sessions go; retired keys go once no ID token they signed can be checked', async (t) => {
@@ -44,12 +44,12 @@ t.test('idle sessions go; retired keys go once no ID token they signed can be ch
   await sql`update sessions set last_seen_at = ${new Date(Date.now() - (config.ttl.sessionIdle + 60) * 1000)}`.execute(db);
   const sessions = await count('sessions');
   t.ok(sessions > 0);
-  await app.signingKeys.rotate({ actor: 'test' }, { force: true });
+  await app.services.signingKeys.rotate({ actor: 'test' }, { force: true });
   await sql`update signing_keys set retired_at = ${new Date(Date.now() - (config.ttl.idToken + 301) * 1000)} where state = 'retired'`.execute(db);
-  const deleted = await app.cleanup.runOnce();
+  const deleted = await app.services.cleanup.runOnce();
   t.equal(deleted.sessions, sessions);
   t.equal(deleted.signing_keys, 1);
-  t.same((await app.signingKeys.list()).map((k) => k.state), ['current', 'next']);
+  t.same((await app.services.signingKeys.list()).map((k) => k.state), ['current', 'next']);
 });
 
 t.test('many expired rows are removed in several small batches', async (t) => {

@@ -77,8 +77,8 @@ async function readiness(app: FastifyInstance) {
 
 /** Waits for the background part of reset requests and for the mail queue (with its retries). */
 async function settle(app: FastifyInstance) {
-  await app.recovery.drain();
-  await app.mailer.drain(5000);
+  await app.services.recovery.drain();
+  await app.services.mailer.drain(5000);
 }
 
 let n = 0;
@@ -240,12 +240,12 @@ t.test('shutdown gives a waiting retry one last attempt instead of dropping it',
   const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '600' } });
   const email = await newUser(app);
   t.equal((await resetRequest(app, email)).statusCode, 200);
-  await app.recovery.drain();
-  for (let i = 0; i < 200 && app.mailer.stats().retried === 0; i++) await new Promise((r) => setTimeout(r, 20));
-  t.match(app.mailer.stats(), { retried: 1, pending: 1, sent: 0 }, 'the first delivery was refused, the retry waits');
+  await app.services.recovery.drain();
+  for (let i = 0; i < 200 && app.services.mailer.stats().retried === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  t.match(app.services.mailer.stats(), { retried: 1, pending: 1, sent: 0 }, 'the first delivery was refused, the retry waits');
   await app.close();
   t.equal(smtp.state.received.length, 1, 'the retry was made at shutdown and got through');
-  t.match(app.mailer.stats(), { sent: 1, pending: 0 });
+  t.match(app.services.mailer.stats(), { sent: 1, pending: 0 });
 });
 
 t.test('without SMTP_URL mails go to DATA_DIR/outbox.jsonl', async (t) => {

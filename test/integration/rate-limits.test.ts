@@ -289,7 +289,7 @@ t.test('request-password-reset: per IP and per e-mail (case-insensitive)', async
   t.equal(byEmail.json().error, 'TOO_MANY_REQUESTS');
   t.same((await json(app, '/api/auth/request-password-reset', { email: 'someone-else@example.com', redirectTo }, newIp())).json(), generic, 'another e-mail is not limited');
 
-  await app.recovery.drain();
+  await app.services.recovery.drain();
   const tokens = await database.db
     .selectFrom('password_reset_tokens')
     .innerJoin('users', 'users.id', 'password_reset_tokens.user_id')
@@ -306,7 +306,7 @@ t.test('request-password-reset: per IP and per e-mail (case-insensitive)', async
   const page = await hostedPost(app, '/login/forgot-password', { email: 'forgot-page-3@example.com' }, pageIp);
   check429(t, page, 60, 'hosted forgot-password per IP');
   t.ok(isHtml(page));
-  await app.recovery.drain();
+  await app.services.recovery.drain();
 });
 
 t.test('reset-password: per IP over 15 minutes, JSON and hosted page', async (t) => {
@@ -378,7 +378,7 @@ t.test('RATE_LIMITS=off: far more requests than the limits all pass, and the sta
     record('me', await server.inject({ method: 'GET', url: '/api/external/me', remoteAddress: ip, headers: { authorization: `Bearer ${tokens.access_token}` } }));
     record('userinfo', await server.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', remoteAddress: ip, headers: { authorization: `Bearer ${tokens.access_token}` } }));
   }
-  await server.recovery.drain();
+  await server.services.recovery.drain();
   const expected: Record<string, number[]> = {
     token: Array(6).fill(400),
     'cookie token': Array(6).fill(400),
@@ -629,7 +629,7 @@ t.test('the verification resend is limited per account and per IP, with the cool
   t.ok(isHtml(limited), 'an HTML page');
   const seconds = limited.headers['retry-after'];
   t.match(limited.body, new RegExp(`You can ask again in ${seconds} seconds?`), 'the page says when to ask again');
-  await guarded.mailer.drain();
+  await guarded.services.mailer.drain();
   t.equal(smtp.mails.filter((m) => m.to.includes('resend-alice@example.com')).length, 3, 'the sign-up mail and two resends, no more');
 
   // Per IP (3 here): other accounts from the same address share the IP's budget.

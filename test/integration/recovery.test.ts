@@ -51,8 +51,8 @@ const signIn = (email: string, password: string) => postJson('/api/auth/sign-in'
 
 /** Waits for the background part of reset requests and for the mail queue. */
 async function settle() {
-  await app.recovery.drain();
-  await app.mailer.drain();
+  await app.services.recovery.drain();
+  await app.services.mailer.drain();
 }
 
 const mailsTo = (to: string, subject?: string) =>
@@ -220,8 +220,8 @@ t.test('known and unknown addresses take the same time (medians, generous tolera
   const b = median(unknown);
   const tolerance = Math.max(50, 3 * Math.min(a, b));
   t.ok(Math.abs(a - b) < tolerance, `median known ${a.toFixed(1)} ms, unknown ${b.toFixed(1)} ms, tolerance ${tolerance.toFixed(1)} ms`);
-  await server.app.recovery.drain();
-  await server.app.mailer.drain();
+  await server.app.services.recovery.drain();
+  await server.app.services.mailer.drain();
   t.equal(server.smtp.mails.length, 10, 'only the known address got mails (one per request)');
   t.ok(server.smtp.mails.every((m) => m.to === 'timing@example.com'));
 });
@@ -388,8 +388,8 @@ t.test('expiry by configuration: RESET_TOKEN_TTL=1', async (t) => {
     payload: JSON.stringify({ email, redirectTo: `${LOGIN_URL}/reset-password` }),
   });
   t.equal(res.statusCode, 200);
-  await short.app.recovery.drain();
-  await short.app.mailer.drain();
+  await short.app.services.recovery.drain();
+  await short.app.services.mailer.drain();
   const mail = await smtp.waitFor(email);
   const token = tokenOf(linkIn(mail));
   secrets.push(token);

@@ -67,7 +67,7 @@ t.test('refresh responses: no-store, a new ID token for openid, sliding expiry, 
   const body = res.json();
   t.same(Object.keys(body).sort(), ['access_token', 'expires_in', 'id_token', 'refresh_token', 'scope', 'token_type']);
   t.equal(body.scope, 'openid profile email offline_access');
-  const jwks = jose.createLocalJWKSet(await app.keys.jwks());
+  const jwks = jose.createLocalJWKSet(await app.services.keys.jwks());
   const { payload } = await jose.jwtVerify(body.id_token, jwks, { issuer: 'http://localhost:3000/api/auth', audience: client.clientId });
   const original = jose.decodeJwt(tokens.id_token);
   t.equal(payload.sub, original.sub);

@@ -219,8 +219,8 @@ t.test('two apps on the same database share one key; BASE_URL with a path moves 
   const rows = await database.db.selectFrom('signing_keys').select(['kid', 'state']).execute();
   t.same(rows.map((r) => r.state).sort(), ['current', 'next'], 'still one current (and one next) key: the second start generated none');
   const currentKid = rows.find((r) => r.state === 'current')!.kid;
-  t.equal((await app.keys.currentKey()).kid, currentKid);
-  t.equal((await second.app.keys.currentKey()).kid, currentKid, 'both sign with the same key');
+  t.equal((await app.services.keys.currentKey()).kid, currentKid);
+  t.equal((await second.app.services.keys.currentKey()).kid, currentKid, 'both sign with the same key');
 });
 
 t.test('key stores starting at once on a database without keys agree on one key', async (t) => {
