@@ -1,21 +1,11 @@
 import { loadStaticApplications } from '../static-applications.js';
 import { createApplicationService } from '../services/applications.js';
-import type { Application } from '../../schemas/admin.js';
-import {
-  checkBeforeOpening,
-  checkSubcommand,
-  clearable,
-  compact,
-  flagPair,
-  LIST_OPTIONS,
-  listQuery,
-  noArguments,
-  one,
-  parse,
-} from './args.js';
-import { actor, loadCliConfig, withDatabase } from './context.js';
+import type { Application } from '../domain/application.js';
+import { clearable, compact, flagPair, LIST_OPTIONS, noArguments, parse } from './args.js';
+import { loadCliConfig, withDatabase } from './context.js';
 import { UsageError } from './errors.js';
-import { printList, type Io } from './io.js';
+import type { Io } from './io.js';
+import { checkRecordRequest, checkRecordSubcommand, runRecordSubcommand, type RecordKind } from './records.js';
 
 export const APPS_HELP = `Usage: idp apps <create|list|show|update|enable|disable|delete> [options]
 
@@ -71,15 +61,28 @@ function describeApp(a: Application): string {
   return lines.map(([k, v]) => `${`${k}:`.padEnd(25)}${v.split('\n').join(`\n${' '.repeat(25)}`)}`).join('\n');
 }
 
+const APPS: RecordKind<Application> = {
+  command: 'apps',
+  noun: 'application',
+  what: 'client id',
+  alternative: 'disable it instead',
+  id: (a) => a.clientId,
+  describe: describeApp,
+  list: {
+    empty: 'No applications.',
+    header: ['CLIENT ID', 'NAME', 'ENABLED', 'SOURCE', 'REDIRECT URIS'],
+    row: (a) => [a.clientId, a.clientName, a.enabled ? 'yes' : 'no', a.source, String(a.redirectUris.length)],
+    command: 'idp apps list',
+  },
+};
+
 export async function appsCommand(sub: string | undefined, rest: string[], io: Io): Promise<void> {
   const options = sub === 'list' ? LIST_OPTIONS : sub === 'create' || sub === 'update' ? APP_OPTIONS : {};
   const { values, positionals } = parse(rest, options);
   if (values.help || !sub) return io.out(APPS_HELP);
-  checkSubcommand('apps', sub, ['create', 'list', 'show', 'update', 'enable', 'disable', 'delete']);
-  const json = Boolean(values.json);
+  checkRecordSubcommand(APPS, sub);
   const config = loadCliConfig(io);
   const staticApplications = loadStaticApplications(config.staticApplicationsFile);
-  const print = (a: Application) => io.out(json ? JSON.stringify(a, null, 2) : describeApp(a));
 
   if (sub === 'create') {
     noArguments(positionals);
@@ -97,37 +100,13 @@ export async function appsCommand(sub: string | undefined, rest: string[], io: I
     allowedScopes: values.scope as string[] | undefined,
     enabled: sub === 'create' || sub === 'update' ? flagPair(values, 'enabled', 'disabled') : undefined,
   }) as Record<string, unknown>;
+  const request = { sub, values, positionals, input };
+  checkRecordRequest(APPS, request);
+  // --client-id counts for create only: update ignores it.
+  if (sub === 'create' && values['client-id']) request.input = { ...input, clientId: values['client-id'] };
 
-  // Refuses an empty update and a delete without --yes, so the cases below need not.
-  checkBeforeOpening(sub, positionals, values, input, 'client id', 'disable it instead');
   await withDatabase(config, `idp apps ${sub}`, async ({ db }) => {
     const apps = createApplicationService({ db, staticApplications });
-    switch (sub) {
-      case 'create': {
-        const clientId = values['client-id'] ? { clientId: values['client-id'] as string } : {};
-        const created = await apps.create({ ...input, ...clientId } as never, actor());
-        if (!json) io.err(`Created application ${created.clientId}`);
-        return print(created);
-      }
-      case 'list':
-        return printList(io, json, await apps.list(listQuery(values)), {
-          empty: 'No applications.',
-          header: ['CLIENT ID', 'NAME', 'ENABLED', 'SOURCE', 'REDIRECT URIS'],
-          row: (a) => [a.clientId, a.clientName, a.enabled ? 'yes' : 'no', a.source, String(a.redirectUris.length)],
-          command: 'idp apps list',
-        });
-      case 'show':
-        return print(await apps.get(one(positionals, 'client id')));
-      case 'update':
-        return print(await apps.update(one(positionals, 'client id'), input as never, actor()));
-      case 'enable':
-      case 'disable':
-        return print(await apps.setEnabled(one(positionals, 'client id'), sub === 'enable', actor()));
-      case 'delete': {
-        const clientId = one(positionals, 'client id');
-        await apps.remove(clientId, actor());
-        return io.out(json ? JSON.stringify({ deleted: clientId }) : `Deleted application ${clientId}`);
-      }
-    }
+    await runRecordSubcommand(io, APPS, request, apps, apps.setEnabled);
   });
 }

@@ -82,27 +82,3 @@ export function one(positionals: string[], what: string): string {
 export function noArguments(positionals: string[]): void {
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
 }
-
-/** Usage mistakes are reported before the database is opened (and locked, and migrated). */
-export function checkBeforeOpening(
-  sub: string,
-  positionals: string[],
-  values: Values,
-  input: Record<string, unknown>,
-  what: string,
-  alternative: string,
-): void {
-  if (sub === 'list') {
-    noArguments(positionals);
-    limitOf(values);
-    return;
-  }
-  if (sub === 'create') return;
-  const ref = one(positionals, what);
-  if (sub === 'update' && Object.keys(input).length === 0) {
-    throw new UsageError('nothing to update: give at least one option (see --help)');
-  }
-  if (sub === 'delete' && !values.yes) {
-    throw new UsageError(`deleting ${ref} cannot be undone: add --yes to confirm (or ${alternative})`);
-  }
-}

@@ -1,25 +1,15 @@
 import { createUserService } from '../services/users.js';
 import { passwordChangedNotice } from '../services/recovery.js';
 import { createUserAccessService } from '../services/user-access.js';
-import type { User } from '../../schemas/admin.js';
-import {
-  checkBeforeOpening,
-  checkSubcommand,
-  clearable,
-  compact,
-  flagPair,
-  LIST_OPTIONS,
-  listQuery,
-  noArguments,
-  one,
-  parse,
-  type Options,
-  type Values,
-} from './args.js';
+import type { User } from '../domain/user.js';
+import type { ActorContext } from '../services/applications.js';
+import { clearable, compact, flagPair, LIST_OPTIONS, noArguments, one, parse } from './args.js';
+import type { Options, Values } from './args.js';
 import { actor, loadCliConfig, withDatabase } from './context.js';
 import { UsageError } from './errors.js';
 import { printList, type Io } from './io.js';
 import { cliMailer } from './mailer.js';
+import { checkRecordRequest, checkRecordSubcommand, runRecordSubcommand, type RecordKind } from './records.js';
 
 export const USERS_HELP = `Usage: idp users <create|list|show|update|enable|disable|delete> [options]
 
@@ -114,13 +104,26 @@ function userInput(sub: string, values: Values, password: string | undefined): R
   }) as Record<string, unknown>;
 }
 
+const USERS: RecordKind<User> = {
+  command: 'users',
+  noun: 'user',
+  what: 'user id or e-mail',
+  alternative: 'disable the user instead',
+  id: (u) => u.id,
+  describe: describeUser,
+  list: {
+    empty: 'No users.',
+    header: ['ID', 'E-MAIL', 'VERIFIED', 'DISABLED', 'NAME'],
+    row: (u) => [u.id, u.email, u.emailVerified ? 'yes' : 'no', u.disabled ? 'yes' : 'no', u.name ?? ''],
+    command: 'idp users list',
+  },
+};
+
 export async function usersCommand(sub: string | undefined, rest: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(rest, SUBCOMMAND_OPTIONS.get(sub) ?? {});
   if (values.help || !sub) return io.out(USERS_HELP);
   if (sub === 'sessions' || sub === 'grants') return userAccessCommand(sub, values, positionals, io);
-  checkSubcommand('users', sub, ['create', 'list', 'show', 'update', 'enable', 'disable', 'delete']);
-  const json = Boolean(values.json);
-  const print = (u: User) => io.out(json ? JSON.stringify(u, null, 2) : describeUser(u));
+  checkRecordSubcommand(USERS, sub);
 
   const password = passwordOf(values, io);
   if (values.permission && values['no-permissions']) {
@@ -130,46 +133,21 @@ export async function usersCommand(sub: string | undefined, rest: string[], io: 
     noArguments(positionals);
     if (!values.email) throw new UsageError('--email is required');
   }
-  const input = userInput(sub, values, password);
+  const request = { sub, values, positionals, input: userInput(sub, values, password) };
+  checkRecordRequest(USERS, request);
 
-  // Refuses an empty update and a delete without --yes, so the cases below need not.
-  checkBeforeOpening(sub, positionals, values, input, 'user id or e-mail', 'disable the user instead');
   const config = loadCliConfig(io);
   await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
     const users = createUserService({ db });
-    switch (sub) {
-      case 'create': {
-        const created = await users.create(input as never, actor());
-        if (!json) io.err(`Created user ${created.id}`);
-        return print(created);
-      }
-      case 'list':
-        return printList(io, json, await users.list(listQuery(values)), {
-          empty: 'No users.',
-          header: ['ID', 'E-MAIL', 'VERIFIED', 'DISABLED', 'NAME'],
-          row: (u) => [u.id, u.email, u.emailVerified ? 'yes' : 'no', u.disabled ? 'yes' : 'no', u.name ?? ''],
-          command: 'idp users list',
-        });
-      case 'show':
-        return print(await users.get(one(positionals, 'user id or e-mail')));
-      case 'update': {
-        // A password set here is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl).
-        const mailer = password !== undefined ? cliMailer(config, io) : undefined;
-        if (mailer) users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
-        try {
-          return print(await users.update(one(positionals, 'user id or e-mail'), input as never, actor()));
-        } finally {
-          await mailer?.close();
-        }
-      }
-      case 'enable':
-      case 'disable':
-        return print(await users.setDisabled(one(positionals, 'user id or e-mail'), sub === 'disable', actor()));
-      case 'delete': {
-        const ref = one(positionals, 'user id or e-mail');
-        await users.remove(ref, actor());
-        return io.out(json ? JSON.stringify({ deleted: ref }) : `Deleted user ${ref}`);
-      }
+    // A password set by update is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl).
+    const mailer = sub === 'update' && password !== undefined ? cliMailer(config, io) : undefined;
+    if (mailer) users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
+    try {
+      const setEnabled = (ref: string, enabled: boolean, context: ActorContext) =>
+        users.setDisabled(ref, !enabled, context);
+      await runRecordSubcommand(io, USERS, request, users, setEnabled);
+    } finally {
+      await mailer?.close();
     }
   });
 }
