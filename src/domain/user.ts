@@ -3,6 +3,7 @@
 // types (src/services/rows.ts), so a plugin never holds a row.
 import Type, { type Static } from 'typebox';
 import type { FieldProblem } from '../errors.js';
+import type { ClaimSource } from '../oauth/claims.js';
 import { webUrlProblem } from '../oauth/redirect-uri.js';
 import { Nullable, Text } from './fields.js';
 
@@ -30,15 +31,7 @@ export interface User {
  * The signed-in user as the hosted login and the protocol see it. The profile fields carry the names
  * of the claims they become (OpenID Connect Core §5.1), so it is a claims source as it stands.
  */
-export interface AccountUser {
-  id: string;
-  email: string;
-  email_verified: boolean;
-  name: string | null;
-  given_name: string | null;
-  family_name: string | null;
-  picture: string | null;
-  permissions: string[];
+export interface AccountUser extends ClaimSource {
   disabled: boolean;
   role: Role;
 }
@@ -68,21 +61,8 @@ export const UserCreateSchema = Type.Object(
 );
 export type UserCreate = Static<typeof UserCreateSchema>;
 
-export const UserUpdateSchema = Type.Object(
-  {
-    email: Type.Optional(Email),
-    password: Type.Optional(Password),
-    name: Type.Optional(Nullable(Text(200))),
-    givenName: Type.Optional(Nullable(Text(200))),
-    familyName: Type.Optional(Nullable(Text(200))),
-    picture: Type.Optional(Nullable(Text(2048))),
-    emailVerified: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Permissions),
-    disabled: Type.Optional(Type.Boolean()),
-    role: Type.Optional(RoleSchema),
-  },
-  { additionalProperties: false, minProperties: 1 },
-);
+/** The same fields as create, each optional, at least one. */
+export const UserUpdateSchema = Type.Partial(UserCreateSchema, { additionalProperties: false, minProperties: 1 });
 export type UserUpdate = Static<typeof UserUpdateSchema>;
 
 /** Rules beyond the shape, shared by create and update. */

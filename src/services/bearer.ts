@@ -4,21 +4,13 @@
 // trip (a prepared statement on PostgreSQL) for token, session, user and application.
 import type { Db } from '../../db/create-db.js';
 import { findBearer } from '../../db/repositories/access-tokens.js';
+import type { ClaimSource } from '../oauth/claims.js';
 import { splitScope } from '../oauth/scope.js';
 import { hashToken } from '../oauth/tokens.js';
 import type { StaticApplications } from './applications.js';
 
-/** The user a bearer token speaks for, with the claims UserInfo and /api/external/me may serve. */
-export interface BearerUser {
-  id: string;
-  email: string;
-  email_verified: boolean;
-  name: string | null;
-  given_name: string | null;
-  family_name: string | null;
-  picture: string | null;
-  permissions: string[];
-}
+/** The user a bearer token speaks for: the claims UserInfo and /api/external/me may serve. */
+export type BearerUser = ClaimSource;
 
 export interface BearerAuth {
   /** The token's hash: the key its rate limit counts under. */
