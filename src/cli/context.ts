@@ -3,9 +3,7 @@
 import { userInfo } from 'node:os';
 import { loadConfig, type Config } from '../config.js';
 import type { ActorContext } from '../services/applications.js';
-import { openConfiguredDatabase } from '../../plugins/infra/db.js';
-import { migrateToLatest } from '../../db/migrate.js';
-import type { DatabaseHandle } from '../../db/create-db.js';
+import { migrateToLatest, openConfiguredDatabase, type DatabaseHandle } from '../database.js';
 import type { Io } from './io.js';
 
 export function loadCliConfig(io: Io): Config {

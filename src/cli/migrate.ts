@@ -1,4 +1,4 @@
-import { openConfiguredDatabase } from '../../plugins/infra/db.js';
+import { openConfiguredDatabase } from '../database.js';
 import { listMigrations, migrateToLatest } from '../../db/migrate.js';
 import { noArguments, parse } from './args.js';
 import { loadCliConfig } from './context.js';
