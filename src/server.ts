@@ -25,6 +25,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const app = await buildApp(config, buildOptions);
   let address: string;
   try {
+    // Before listening: once the server answers (and logs "listening"), the caller installs its signal
+    // handlers at once, with no database round trip in between.
+    await announceFirstAdmin(app, config, print).catch((error: unknown) => app.log.error({ err: error }, 'could not check for an admin user'));
     address = await app.listen({ port: config.port, host: config.host });
   } catch (error) {
     await app.close();
@@ -34,7 +37,6 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     { address, issuer: config.issuer, startupMs: Math.round(performance.now() - started) },
     `identity provider listening on ${address} (issuer ${config.issuer})`,
   );
-  await announceFirstAdmin(app, config, print).catch((error: unknown) => app.log.error({ err: error }, 'could not check for an admin user'));
 
   let closing: Promise<void> | undefined;
   function shutdown(reason: string): Promise<void> {
