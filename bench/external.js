@@ -104,7 +104,8 @@ async function signIn(user) {
   const auth = newAuthorization(oidc);
   const code = await signInPages(oidc, new Browser(client), auth, user);
   const { res, tokens } = await exchangeCode(oidc, auth, code, 'token');
-  if (tokens.token_type !== 'Bearer' || !tokens.access_token) throw new StepError('token', `unexpected token response: ${res.body.slice(0, 160)}`, 200);
+  if (tokens.token_type !== 'Bearer' || !tokens.access_token)
+    throw new StepError('token', `unexpected token response: ${res.body.slice(0, 160)}`, 200);
   if (tokens.scope !== undefined && tokens.scope.split(' ').sort().join(' ') !== SCOPE.split(' ').sort().join(' ')) {
     throw new StepError('token', `granted scope "${tokens.scope}", asked for "${SCOPE}"`, 200);
   }
@@ -113,7 +114,9 @@ async function signIn(user) {
 
 /** One unmeasured GET /me per token: 200, the claims of its own user. Returns the body. */
 async function checkMe(user, token) {
-  const res = await request(`${client.origin}${PATH}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+  const res = await request(`${client.origin}${PATH}`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+  });
   expectStatus('me', res, 200);
   const body = JSON.parse(res.body);
   if (body.sub !== user.id || body.email !== user.email || body.email_verified !== true || body.name !== user.name) {
@@ -145,7 +148,11 @@ handleSignals('stopping the measurement, then the servers, and dropping the data
 // ----------------------------------------------------------------------------------------- measuring
 /** The same requests for both targets: GET PATH, one token each; connection i starts at token i. */
 function requestsFor(tokens) {
-  return tokens.map((token) => ({ method: 'GET', path: PATH, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } }));
+  return tokens.map((token) => ({
+    method: 'GET',
+    path: PATH,
+    headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+  }));
 }
 
 /**
@@ -172,7 +179,12 @@ async function measure(target, seconds, tokens) {
     requests: base,
     setupClient(client) {
       const k = clientIndex++ % base.length;
-      client.setRequests(base.slice(k).concat(base.slice(0, k)).map((r) => ({ ...r, headers: { ...r.headers } })));
+      client.setRequests(
+        base
+          .slice(k)
+          .concat(base.slice(0, k))
+          .map((r) => ({ ...r, headers: { ...r.headers } })),
+      );
     },
   });
   currentRun = instance;
@@ -188,7 +200,8 @@ async function measure(target, seconds, tokens) {
   const samples = ticks.slice(0, result.samples);
   const counted = samples.reduce((a, b) => a + b, 0);
   const responses = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx'];
-  if (counted !== responses) console.log(`  (note: per-second samples add up to ${counted}, autocannon counted ${responses} responses)`);
+  if (counted !== responses)
+    console.log(`  (note: per-second samples add up to ${counted}, autocannon counted ${responses} responses)`);
   return {
     target: target.name,
     samples,
@@ -211,7 +224,11 @@ async function measure(target, seconds, tokens) {
 }
 
 const pct = (share) => (share === undefined ? '?' : `${(share * 100).toFixed(0)}%`);
-const fmtStatuses = (statuses) => statuses.sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(', ') || 'none';
+const fmtStatuses = (statuses) =>
+  statuses
+    .sort((a, b) => a[0] - b[0])
+    .map(([s, n]) => `${s}×${n}`)
+    .join(', ') || 'none';
 
 function describe(label, m) {
   const sorted = [...m.latencies].sort((a, b) => a - b);
@@ -241,8 +258,12 @@ async function main() {
   makeDataDir('idp-bench-external-');
   const env = serverEnv({ port, origin, pool: POOL, adminToken });
 
-  const fastifyVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'fastify', 'package.json'), 'utf8')).version;
-  const autocannonVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'autocannon', 'package.json'), 'utf8')).version;
+  const fastifyVersion = JSON.parse(
+    readFileSync(join(root, 'node_modules', 'fastify', 'package.json'), 'utf8'),
+  ).version;
+  const autocannonVersion = JSON.parse(
+    readFileSync(join(root, 'node_modules', 'autocannon', 'package.json'), 'utf8'),
+  ).version;
   printMachine(loadStart);
   console.log(
     `configuration: autocannon ${autocannonVersion}, ${CONNECTIONS} connections, pipelining 1, ${DURATION_S} s per target and round, ` +
@@ -255,11 +276,22 @@ async function main() {
       '  driver, both servers and PostgreSQL share this machine',
   );
 
-  const ready = await startProcess({ name: 'server', args: ['dist/src/cli.js', 'serve'], env, readyUrl: `${origin}/healthz` });
-  console.log(`setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`);
+  const ready = await startProcess({
+    name: 'server',
+    args: ['dist/src/cli.js', 'serve'],
+    env,
+    readyUrl: `${origin}/healthz`,
+  });
+  console.log(
+    `setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`,
+  );
   if (run.interrupted) return;
 
-  oidc.clientId = await createApplication(client, adminToken, { clientName: 'External API benchmark', redirectUri: oidc.redirectUri, scope: SCOPE });
+  oidc.clientId = await createApplication(client, adminToken, {
+    clientName: 'External API benchmark',
+    redirectUri: oidc.redirectUri,
+    scope: SCOPE,
+  });
 
   let t = now();
   const users = [];
@@ -292,15 +324,27 @@ async function main() {
     const r = await checkMe(users[i], tokens[i]);
     if (i === 0) meBody = r.body;
   }
-  console.log(`setup: ${tokens.length} sign-in flows (authorize → sign-in → consent → token) in ${(now() - t).toFixed(0)} ms; every token answered 200 on /me with its own claims`);
+  console.log(
+    `setup: ${tokens.length} sign-in flows (authorize → sign-in → consent → token) in ${(now() - t).toFixed(0)} ms; every token answered 200 on /me with its own claims`,
+  );
   client.agent.destroy(); // no setup connections left open during the measurement
 
   t = now();
-  const bareReady = await startProcess({ name: 'bare', args: ['-e', BARE_SCRIPT], env: { ...baseEnv(), PORT: String(barePort), BARE_BODY: meBody }, readyUrl: `${bareOrigin}/healthz` });
-  console.log(`setup: bare Fastify server answered ${bareReady.toFixed(0)} ms after launch; it returns /me's body for the first token (${Buffer.byteLength(meBody)} B)`);
+  const bareReady = await startProcess({
+    name: 'bare',
+    args: ['-e', BARE_SCRIPT],
+    env: { ...baseEnv(), PORT: String(barePort), BARE_BODY: meBody },
+    readyUrl: `${bareOrigin}/healthz`,
+  });
+  console.log(
+    `setup: bare Fastify server answered ${bareReady.toFixed(0)} ms after launch; it returns /me's body for the first token (${Buffer.byteLength(meBody)} B)`,
+  );
   if (run.interrupted) return;
 
-  const targets = { bare: { name: 'bare', origin: bareOrigin, process: 'bare' }, me: { name: 'me', origin, process: 'server' } };
+  const targets = {
+    bare: { name: 'bare', origin: bareOrigin, process: 'bare' },
+    me: { name: 'me', origin, process: 'server' },
+  };
   const order = ['bare', 'me'];
   const serverProblem = () => Object.entries(run.processes).find(([, { child }]) => exited(child));
 
@@ -316,13 +360,18 @@ async function main() {
     );
   }
 
-  console.log('\nrounds (req/s: per-second samples; latency: 2xx responses; CPU: share of one core; load1: 1-minute load average at the start):');
+  console.log(
+    '\nrounds (req/s: per-second samples; latency: 2xx responses; CPU: share of one core; load1: 1-minute load average at the start):',
+  );
   const runs = { bare: [], me: [] };
   for (let round = 1; round <= ROUNDS && !run.interrupted; round++) {
     for (const key of order) {
       if (run.interrupted) break;
       const problem = serverProblem();
-      if (problem) throw new Error(`${problem[0]} exited (${problem[1].child.exitCode ?? problem[1].child.signalCode}):\n${problem[1].log.tail.join('\n')}`);
+      if (problem)
+        throw new Error(
+          `${problem[0]} exited (${problem[1].child.exitCode ?? problem[1].child.signalCode}):\n${problem[1].log.tail.join('\n')}`,
+        );
       const m = await measure(targets[key], DURATION_S, tokens);
       runs[key].push(m);
       describe(`${round} ${key}`, m);
@@ -347,13 +396,30 @@ async function main() {
       non2xx: sum((m) => m.non2xx),
       errors: sum((m) => m.errors),
       timeouts: sum((m) => m.timeouts),
-      statuses: [...ms.flatMap((m) => m.statuses).reduce((acc, [s, n]) => acc.set(s, (acc.get(s) ?? 0) + n), new Map())],
+      statuses: [
+        ...ms.flatMap((m) => m.statuses).reduce((acc, [s, n]) => acc.set(s, (acc.get(s) ?? 0) + n), new Map()),
+      ],
       cpu: mean(ms.map((m) => m.serverCpu ?? NaN)),
       driver: mean(ms.map((m) => m.driverCpu)),
     };
   }
   console.log(`\nsummary over ${runs.me.length} round(s) of ${DURATION_S} s per target, ${CONNECTIONS} connections:`);
-  const rows = [['target', 'samples', 'req/s mean', 'req/s median', 'p50 ms', 'p99 ms', 'responses', 'non-2xx', 'errors', 'timeouts', 'CPU', 'driver CPU']];
+  const rows = [
+    [
+      'target',
+      'samples',
+      'req/s mean',
+      'req/s median',
+      'p50 ms',
+      'p99 ms',
+      'responses',
+      'non-2xx',
+      'errors',
+      'timeouts',
+      'CPU',
+      'driver CPU',
+    ],
+  ];
   for (const [key, c] of Object.entries(combined)) {
     rows.push([
       key === 'me' ? `GET ${PATH}` : 'bare Fastify',
@@ -371,10 +437,13 @@ async function main() {
     ]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const r of rows) console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
+  for (const r of rows)
+    console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
   for (const [key, c] of Object.entries(combined)) console.log(`  ${key} HTTP statuses: ${fmtStatuses(c.statuses)}`);
   if (combined.me && combined.bare) {
-    const perRound = runs.me.map((m, i) => (runs.bare[i] ? (mean(m.samples) / mean(runs.bare[i].samples)).toFixed(3) : '?'));
+    const perRound = runs.me.map((m, i) =>
+      runs.bare[i] ? (mean(m.samples) / mean(runs.bare[i].samples)).toFixed(3) : '?',
+    );
     console.log(
       `  ratio /me ÷ bare: req/s mean ${(combined.me.mean / combined.bare.mean).toFixed(3)}, median ${(combined.me.median / combined.bare.median).toFixed(3)}` +
         ` (per round, means: ${perRound.join(', ')}); latency p50 ${(combined.me.p50 / combined.bare.p50).toFixed(2)}×, p99 ${(combined.me.p99 / combined.bare.p99).toFixed(2)}×`,
@@ -384,7 +453,8 @@ async function main() {
   printLogs();
   console.log(`load average at end: ${fmtLoad()}`);
   const problem = serverProblem();
-  if (problem) console.log(`${problem[0]} exited during the run (${problem[1].child.exitCode ?? problem[1].child.signalCode})`);
+  if (problem)
+    console.log(`${problem[0]} exited during the run (${problem[1].child.exitCode ?? problem[1].child.signalCode})`);
   const bad = Object.values(combined).some((c) => c.non2xx || c.errors || c.timeouts);
   if (bad || problem) process.exitCode = 1;
   if (run.interrupted) process.exitCode = 130;

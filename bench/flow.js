@@ -66,7 +66,8 @@ const COUNT = opts.count !== undefined ? wholeNumber('count', opts.count, 1, 100
 // With --count alone, the duration is only a safety cap.
 const DURATION_S = opts.duration !== undefined ? wholeNumber('duration', opts.duration, 1, 3600) : COUNT ? 600 : 20;
 const POOL = poolOption(opts);
-if (!['both', 'password', 'session'].includes(opts.scenario)) usageError('--scenario must be both, password or session');
+if (!['both', 'password', 'session'].includes(opts.scenario))
+  usageError('--scenario must be both, password or session');
 const MAX_ERRORS = 100; // per scenario; beyond this the scenario stops early
 const SCOPE = 'openid profile email';
 checkDatabaseUrl();
@@ -80,15 +81,27 @@ const oidc = { client, scope: SCOPE };
 async function tokenAndUserinfo(user, auth, code, times) {
   let t = now();
   const { res, tokens } = await exchangeCode(oidc, auth, code, 'token');
-  if (tokens.token_type !== 'Bearer' || !tokens.access_token || !tokens.id_token) throw new StepError('token', `unexpected token response: ${res.body.slice(0, 160)}`, 200);
+  if (tokens.token_type !== 'Bearer' || !tokens.access_token || !tokens.id_token)
+    throw new StepError('token', `unexpected token response: ${res.body.slice(0, 160)}`, 200);
   const claims = JSON.parse(Buffer.from(tokens.id_token.split('.')[1], 'base64url').toString('utf8'));
-  if (claims.sub !== user.id || claims.aud !== oidc.clientId || claims.nonce !== auth.nonce || claims.iss !== oidc.issuer) {
-    throw new StepError('token', `ID token for the wrong sign-in: sub ${claims.sub}, aud ${claims.aud}, nonce ${claims.nonce === auth.nonce ? 'ok' : 'mismatch'}`, 200);
+  if (
+    claims.sub !== user.id ||
+    claims.aud !== oidc.clientId ||
+    claims.nonce !== auth.nonce ||
+    claims.iss !== oidc.issuer
+  ) {
+    throw new StepError(
+      'token',
+      `ID token for the wrong sign-in: sub ${claims.sub}, aud ${claims.aud}, nonce ${claims.nonce === auth.nonce ? 'ok' : 'mismatch'}`,
+      200,
+    );
   }
   times.token = now() - t;
 
   t = now();
-  const info = await request(`${oidc.issuer}/oauth2/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json' } });
+  const info = await request(`${oidc.issuer}/oauth2/userinfo`, {
+    headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json' },
+  });
   expectStatus('userinfo', info, 200);
   const body = JSON.parse(info.body);
   if (body.sub !== user.id || body.email !== user.email || body.email_verified !== true) {
@@ -150,7 +163,11 @@ async function runScenario(name, steps, flow) {
           if (run.interrupted) break; // a flow cut short by Ctrl-C is not a server error
           errors.push({ step: error.step ?? 'network', status: error.status, message: error.message });
           if (serverProcess.exitCode !== null || serverProcess.signalCode !== null) {
-            if (!serverDied) errors.push({ step: 'server', message: `the server exited (${serverProcess.exitCode ?? serverProcess.signalCode})` });
+            if (!serverDied)
+              errors.push({
+                step: 'server',
+                message: `the server exited (${serverProcess.exitCode ?? serverProcess.signalCode})`,
+              });
             serverDied = true;
           }
         }
@@ -161,19 +178,33 @@ async function runScenario(name, steps, flow) {
   const finished = (now() - started) / 1000;
   const cpu = readCpu();
 
-  console.log(`\nscenario "${name}"${run.interrupted ? ' (INTERRUPTED)' : ''}: ${completed} flows in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} flows/s` +
-    ` (${VUS} users; last flow ended ${elapsed.toFixed(2)} s after the start, all users done after ${finished.toFixed(2)} s), errors ${errors.length}`);
+  console.log(
+    `\nscenario "${name}"${run.interrupted ? ' (INTERRUPTED)' : ''}: ${completed} flows in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} flows/s` +
+      ` (${VUS} users; last flow ended ${elapsed.toFixed(2)} s after the start, all users done after ${finished.toFixed(2)} s), errors ${errors.length}`,
+  );
   const rows = [['step', 'n', 'p50 ms', 'p99 ms', 'mean ms', 'max ms']];
   for (const [step, xs] of Object.entries(samples)) {
     const sorted = [...xs].sort((a, b) => a - b);
     const mean = xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
-    rows.push([step, String(xs.length), ...[percentile(sorted, 0.5), percentile(sorted, 0.99), mean, sorted.at(-1) ?? NaN].map((v) => v.toFixed(1))]);
+    rows.push([
+      step,
+      String(xs.length),
+      ...[percentile(sorted, 0.5), percentile(sorted, 0.99), mean, sorted.at(-1) ?? NaN].map((v) => v.toFixed(1)),
+    ]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const r of rows) console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
+  for (const r of rows)
+    console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
   const share = shareOver(finished);
-  console.log(`  CPU (share of one core): server process ${share(cpu.server)} (all threads, argon2id included), this driver ${share(cpu.client)}; PostgreSQL not counted`);
-  console.log(`  HTTP statuses: ${[...client.statusCounts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(', ')}`);
+  console.log(
+    `  CPU (share of one core): server process ${share(cpu.server)} (all threads, argon2id included), this driver ${share(cpu.client)}; PostgreSQL not counted`,
+  );
+  console.log(
+    `  HTTP statuses: ${[...client.statusCounts]
+      .sort((a, b) => a[0] - b[0])
+      .map(([s, n]) => `${s}×${n}`)
+      .join(', ')}`,
+  );
   if (errors.length) {
     const byKind = new Map();
     for (const e of errors) {
@@ -215,9 +246,15 @@ async function main() {
 
   const ready = await startServer(client, env);
   checkpoint();
-  console.log(`setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`);
+  console.log(
+    `setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`,
+  );
 
-  oidc.clientId = await createApplication(client, adminToken, { clientName: 'Flow benchmark', redirectUri: oidc.redirectUri, scope: SCOPE });
+  oidc.clientId = await createApplication(client, adminToken, {
+    clientName: 'Flow benchmark',
+    redirectUri: oidc.redirectUri,
+    scope: SCOPE,
+  });
 
   let t = now();
   users = await Promise.all(
@@ -231,19 +268,25 @@ async function main() {
 
   // Warm-up: one flow per user with consent (remembered from then on); the browsers keep their sessions.
   t = now();
-  const browsers = await Promise.all(users.map(async (user) => (await passwordFlow(user, new Browser(client), true)).browser));
+  const browsers = await Promise.all(
+    users.map(async (user) => (await passwordFlow(user, new Browser(client), true)).browser),
+  );
   console.log(`setup: warm-up, one flow with consent per user, in ${(now() - t).toFixed(0)} ms`);
   checkpoint();
 
   const results = {};
   if (opts.scenario !== 'session' && !run.interrupted && !serverDied) {
-    results.password = await runScenario('password (new browser each flow; sign-in with argon2id)', ['authorize', 'sign-in', 'continue', 'token', 'userinfo'], (user) =>
-      passwordFlow(user),
+    results.password = await runScenario(
+      'password (new browser each flow; sign-in with argon2id)',
+      ['authorize', 'sign-in', 'continue', 'token', 'userinfo'],
+      (user) => passwordFlow(user),
     );
   }
   if (opts.scenario !== 'password' && !run.interrupted && !serverDied) {
-    results.session = await runScenario('session (session cookie kept; no password check)', ['authorize', 'token', 'userinfo'], (user, vu) =>
-      sessionFlow(user, browsers[vu]),
+    results.session = await runScenario(
+      'session (session cookie kept; no password check)',
+      ['authorize', 'token', 'userinfo'],
+      (user, vu) => sessionFlow(user, browsers[vu]),
     );
   }
 

@@ -60,7 +60,8 @@ export function usageError(message) {
 
 export function wholeNumber(name, value, min, max) {
   const n = Number(value);
-  if (!/^\d+$/.test(String(value)) || n < min || n > max) usageError(`--${name} must be a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(String(value)) || n < min || n > max)
+    usageError(`--${name} must be a whole number from ${min} to ${max}`);
   return n;
 }
 
@@ -151,7 +152,10 @@ export const serverEnv = ({ port, origin, pool, adminToken }) => ({
 export const now = () => performance.now();
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const b64url = (buf) => Buffer.from(buf).toString('base64url');
-export const fmtLoad = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+export const fmtLoad = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 export const percentile = (sorted, p) => (sorted.length ? sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] : NaN);
 
 export function freePort() {
@@ -223,7 +227,9 @@ export function printMachine(loadStart) {
   const commit = git('rev-parse', '--short', 'HEAD');
   const dirty = git('status', '--porcelain', '--', 'src', 'plugins', 'schemas', 'db');
   const cpu = cpus();
-  console.log(`node ${process.version}, ${platform()} ${arch()}, ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? 'unknown'})`);
+  console.log(
+    `node ${process.version}, ${platform()} ${arch()}, ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? 'unknown'})`,
+  );
   console.log(`load average at start: ${loadStart}`);
   console.log(`commit ${commit ?? 'unknown'}${dirty ? ' with uncommitted changes in src/plugins/schemas/db' : ''}`);
 }
@@ -253,7 +259,8 @@ export function createHttpClient({ maxSockets, userAgent, countStatuses = false,
   const client = { origin: undefined, agent, userAgent, statusCounts: new Map() };
   client.request = (url, { method = 'GET', headers = {}, body } = {}) => {
     const u = new URL(url);
-    if (u.origin !== client.origin) return Promise.reject(new Error(`refusing a request outside the server under test: ${u.origin}`));
+    if (u.origin !== client.origin)
+      return Promise.reject(new Error(`refusing a request outside the server under test: ${u.origin}`));
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -269,12 +276,15 @@ export function createHttpClient({ maxSockets, userAgent, countStatuses = false,
           res.on('data', (c) => chunks.push(c));
           res.on('error', reject);
           res.on('end', () => {
-            if (countStatuses) client.statusCounts.set(res.statusCode, (client.statusCounts.get(res.statusCode) ?? 0) + 1);
+            if (countStatuses)
+              client.statusCounts.set(res.statusCode, (client.statusCounts.get(res.statusCode) ?? 0) + 1);
             resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
           });
         },
       );
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms: ${method} ${u.pathname}`)));
+      req.setTimeout(timeoutMs, () =>
+        req.destroy(new Error(`no answer within ${timeoutMs} ms: ${method} ${u.pathname}`)),
+      );
       req.on('error', reject);
       if (body !== undefined) req.write(body);
       req.end();
@@ -314,21 +324,37 @@ export class Browser {
 
   /** Hidden inputs of the first form whose action ends with `action`. */
   static hiddenFields(html, action) {
-    const form = new RegExp(`<form[^>]*action="[^"]*${action.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"[^>]*>([\\s\\S]*?)</form>`).exec(html);
+    const form = new RegExp(
+      `<form[^>]*action="[^"]*${action.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"[^>]*>([\\s\\S]*?)</form>`,
+    ).exec(html);
     if (!form) return undefined;
     const fields = {};
     for (const m of form[1].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-      fields[m[1]] = m[2].replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+      fields[m[1]] = m[2]
+        .replace(/&amp;/g, '&')
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>');
     }
     return fields;
   }
 }
 
-export const snippet = (res) => res.body.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 160);
+export const snippet = (res) =>
+  res.body
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 160);
 
 export function expectStatus(step, res, status) {
   if (res.status !== status) {
-    throw new StepError(step, `expected ${status}, got ${res.status}${res.location ? ` → ${res.location}` : ''}: ${snippet(res)}`, res.status);
+    throw new StepError(
+      step,
+      `expected ${status}, got ${res.status}${res.location ? ` → ${res.location}` : ''}: ${snippet(res)}`,
+      res.status,
+    );
   }
 }
 
@@ -382,9 +408,11 @@ export function newAuthorization(oidc) {
 export function codeFrom(oidc, step, res, auth) {
   expectRedirect(step, res, `${oidc.redirectUri}?`);
   const params = new URL(res.location).searchParams;
-  if (params.get('error')) throw new StepError(step, `error redirect: ${params.get('error')}: ${params.get('error_description')}`, res.status);
+  if (params.get('error'))
+    throw new StepError(step, `error redirect: ${params.get('error')}: ${params.get('error_description')}`, res.status);
   if (params.get('state') !== auth.state) throw new StepError(step, 'state on the callback does not match', res.status);
-  if (params.get('iss') !== oidc.issuer) throw new StepError(step, `iss on the callback is ${params.get('iss')}`, res.status);
+  if (params.get('iss') !== oidc.issuer)
+    throw new StepError(step, `iss on the callback is ${params.get('iss')}`, res.status);
   const code = params.get('code');
   if (!code) throw new StepError(step, 'no code on the callback', res.status);
   return code;
@@ -394,18 +422,27 @@ export function codeFrom(oidc, step, res, auth) {
  * authorize → sign-in page → sign-in POST → continue (→ consent page → allow, when `consent`) → code
  * redirect; returns the code. `times` gets the milliseconds of authorize, sign-in and continue.
  */
-export async function signInPages(oidc, browser, auth, user, { consent = true, codeStep = 'consent', times = {} } = {}) {
+export async function signInPages(
+  oidc,
+  browser,
+  auth,
+  user,
+  { consent = true, codeStep = 'consent', times = {} } = {},
+) {
   let t = now();
   let res = await browser.fetch(auth.url);
   expectRedirect('authorize', res, `${oidc.loginUrl}/sign-in?request=`);
   res = await browser.fetch(res.location);
   expectStatus('authorize', res, 200);
   const signInFields = Browser.hiddenFields(res.body, '/sign-in');
-  if (!signInFields?.csrf || !signInFields.request) throw new StepError('authorize', 'the sign-in page has no csrf or request field', res.status);
+  if (!signInFields?.csrf || !signInFields.request)
+    throw new StepError('authorize', 'the sign-in page has no csrf or request field', res.status);
   times.authorize = now() - t;
 
   t = now();
-  res = await browser.fetch(`${oidc.loginUrl}/sign-in`, { form: { ...signInFields, email: user.email, password: user.password } });
+  res = await browser.fetch(`${oidc.loginUrl}/sign-in`, {
+    form: { ...signInFields, email: user.email, password: user.password },
+  });
   expectRedirect('sign-in', res, `${oidc.issuer}/oauth2/authorize/continue?request=`);
   times['sign-in'] = now() - t;
 
@@ -429,13 +466,23 @@ export async function exchangeCode(oidc, auth, code, step) {
   const res = await oidc.client.request(`${oidc.issuer}/oauth2/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: oidc.redirectUri, client_id: oidc.clientId, code_verifier: auth.verifier }).toString(),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: oidc.redirectUri,
+      client_id: oidc.clientId,
+      code_verifier: auth.verifier,
+    }).toString(),
   });
   expectStatus(step, res, 200);
   return { res, tokens: JSON.parse(res.body) };
 }
 
-const adminHeaders = (adminToken) => ({ authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', accept: 'application/json' });
+const adminHeaders = (adminToken) => ({
+  authorization: `Bearer ${adminToken}`,
+  'content-type': 'application/json',
+  accept: 'application/json',
+});
 
 /** POST /api/admin/applications; returns the client_id. */
 export async function createApplication(client, adminToken, { clientName, redirectUri, scope }) {
@@ -480,7 +527,8 @@ function collectLines(stream, source, log) {
         // not a pino line (a crash trace, a warning from node)
       }
       log.levels.set(level, (log.levels.get(level) ?? 0) + 1);
-      if (level !== 'trace' && level !== 'debug' && level !== 'info' && log.warnOrAbove.length < 1000) log.warnOrAbove.push(line);
+      if (level !== 'trace' && level !== 'debug' && level !== 'info' && log.warnOrAbove.length < 1000)
+        log.warnOrAbove.push(line);
     }
   });
 }
@@ -503,7 +551,16 @@ function probeStatus(readyUrl) {
  * (asked by `probe`, by default on a fresh connection); returns the milliseconds that took. `label` names
  * the process in messages; `exitedText` and `timeoutPrefix` start the error when it exits or stays silent.
  */
-export async function startProcess({ name, args, env, readyUrl, probe = () => probeStatus(readyUrl), label = name, exitedText = `${name}: exited`, timeoutPrefix = `${name}: ` }) {
+export async function startProcess({
+  name,
+  args,
+  env,
+  readyUrl,
+  probe = () => probeStatus(readyUrl),
+  label = name,
+  exitedText = `${name}: exited`,
+  timeoutPrefix = `${name}: `,
+}) {
   const started = now();
   const log = { warnOrAbove: [], tail: [], levels: new Map() };
   const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -511,7 +568,10 @@ export async function startProcess({ name, args, env, readyUrl, probe = () => pr
   collectLines(child.stdout, 'stdout', log);
   collectLines(child.stderr, 'stderr', log);
   for (;;) {
-    if (exited(child)) throw new Error(`${exitedText} (${child.exitCode ?? child.signalCode}) before answering:\n${log.tail.join('\n')}`);
+    if (exited(child))
+      throw new Error(
+        `${exitedText} (${child.exitCode ?? child.signalCode}) before answering:\n${log.tail.join('\n')}`,
+      );
     let status;
     try {
       status = await probe();
@@ -519,7 +579,8 @@ export async function startProcess({ name, args, env, readyUrl, probe = () => pr
       // not listening yet
     }
     if (status === 200) break;
-    if (now() - started > 60_000) throw new Error(`${timeoutPrefix}no 200 on ${new URL(readyUrl).pathname} within 60 s:\n${log.tail.join('\n')}`);
+    if (now() - started > 60_000)
+      throw new Error(`${timeoutPrefix}no 200 on ${new URL(readyUrl).pathname} within 60 s:\n${log.tail.join('\n')}`);
     await sleep(25);
   }
   return now() - started;
@@ -565,8 +626,10 @@ async function stopProcess(name) {
 /** "\n<name> log lines at warn or above: …" and the first ten of them, for every process. */
 export function printLogs() {
   for (const [name, { log }] of Object.entries(run.processes)) {
-    console.log(`\n${name} log lines at warn or above: ${log.warnOrAbove.length}` +
-      ` (by level: ${[...log.levels].map(([l, n]) => `${l} ${n}`).join(', ') || 'none'})`);
+    console.log(
+      `\n${name} log lines at warn or above: ${log.warnOrAbove.length}` +
+        ` (by level: ${[...log.levels].map(([l, n]) => `${l} ${n}`).join(', ') || 'none'})`,
+    );
     for (const line of log.warnOrAbove.slice(0, 10)) console.log(`  ${line.slice(0, 400)}`);
   }
 }
@@ -627,7 +690,8 @@ export async function runMain(main) {
   } catch (error) {
     if (run.interrupted) console.error(`${run.script}: interrupted (${error.message})`);
     else console.error(`${run.script}: ${error.stack ?? error}`);
-    for (const [name, { log }] of Object.entries(run.processes)) if (log.tail.length) console.error(`last ${name} output:\n${log.tail.join('\n')}`);
+    for (const [name, { log }] of Object.entries(run.processes))
+      if (log.tail.length) console.error(`last ${name} output:\n${log.tail.join('\n')}`);
     process.exitCode = run.interrupted ? 130 : 1;
   } finally {
     await cleanup();

@@ -65,7 +65,11 @@ const MAX_ERRORS = 100; // beyond this the run stops early
 const SCOPE = 'openid offline_access';
 checkDatabaseUrl();
 
-const median = (xs) => percentile([...xs].sort((a, b) => a - b), 0.5);
+const median = (xs) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
 
 const client = createHttpClient({ maxSockets: 256, userAgent: 'idp-bench-refresh', countStatuses: true });
 const { request } = client;
@@ -81,7 +85,8 @@ async function signIn(user) {
   const auth = newAuthorization(oidc);
   const code = await signInPages(oidc, new Browser(client), auth, user);
   const { res, tokens } = await exchangeCode(oidc, auth, code, 'code token');
-  if (!tokens.refresh_token) throw new StepError('code token', `no refresh_token for scope "${SCOPE}": ${res.body.slice(0, 200)}`, 200);
+  if (!tokens.refresh_token)
+    throw new StepError('code token', `no refresh_token for scope "${SCOPE}": ${res.body.slice(0, 200)}`, 200);
   const claims = idTokenClaims(tokens.id_token);
   if (claims.sub !== user.id || claims.aud !== oidc.clientId || claims.nonce !== auth.nonce) {
     throw new StepError('code token', `ID token for the wrong sign-in: sub ${claims.sub}, aud ${claims.aud}`, 200);
@@ -97,7 +102,11 @@ async function refreshOnce(chain) {
   const res = await request(tokenUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: chain.token, client_id: oidc.clientId }).toString(),
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: chain.token,
+      client_id: oidc.clientId,
+    }).toString(),
   });
   let json;
   try {
@@ -106,7 +115,11 @@ async function refreshOnce(chain) {
     json = undefined;
   }
   if (res.status !== 200) {
-    const error = new StepError('refresh', json?.error ? `${json.error}: ${json.error_description ?? ''}` : `${res.status}: ${snippet(res)}`, res.status);
+    const error = new StepError(
+      'refresh',
+      json?.error ? `${json.error}: ${json.error_description ?? ''}` : `${res.status}: ${snippet(res)}`,
+      res.status,
+    );
     error.oauthError = json?.error;
     throw error;
   }
@@ -117,8 +130,10 @@ async function refreshOnce(chain) {
   if (json.refresh_token === chain.token) throw bad('the same refresh token (no rotation)');
   if (!json.id_token) throw bad('no id_token although the scope has openid');
   const claims = idTokenClaims(json.id_token);
-  if (claims.sub !== chain.user.id || claims.aud !== oidc.clientId) throw bad(`an ID token for sub ${claims.sub}, aud ${claims.aud}`);
-  if (json.scope !== undefined && json.scope.split(' ').sort().join(' ') !== SCOPE.split(' ').sort().join(' ')) throw bad(`scope "${json.scope}"`);
+  if (claims.sub !== chain.user.id || claims.aud !== oidc.clientId)
+    throw bad(`an ID token for sub ${claims.sub}, aud ${claims.aud}`);
+  if (json.scope !== undefined && json.scope.split(' ').sort().join(' ') !== SCOPE.split(' ').sort().join(' '))
+    throw bad(`scope "${json.scope}"`);
   return json.refresh_token;
 }
 
@@ -154,7 +169,12 @@ async function runChains(chains) {
           errors.push({ chain: chain.index, status: error.status, code: error.oauthError, message: error.message, at });
           chain.errors++;
           if (serverProcess.exitCode !== null || serverProcess.signalCode !== null) {
-            if (!serverDied) errors.push({ chain: '-', message: `the server exited (${serverProcess.exitCode ?? serverProcess.signalCode})`, at });
+            if (!serverDied)
+              errors.push({
+                chain: '-',
+                message: `the server exited (${serverProcess.exitCode ?? serverProcess.signalCode})`,
+                at,
+              });
             serverDied = true;
             break;
           }
@@ -175,25 +195,45 @@ async function runChains(chains) {
   const finished = (now() - started) / 1000;
   const cpu = readCpu();
 
-  console.log(`\nrefresh chains${run.interrupted ? ' (INTERRUPTED)' : ''}: ${completed} refreshes in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} refreshes/s` +
-    ` (${chains.length} chains; last refresh ended ${elapsed.toFixed(2)} s after the start, all chains done after ${finished.toFixed(2)} s), errors ${errors.length}`);
+  console.log(
+    `\nrefresh chains${run.interrupted ? ' (INTERRUPTED)' : ''}: ${completed} refreshes in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} refreshes/s` +
+      ` (${chains.length} chains; last refresh ended ${elapsed.toFixed(2)} s after the start, all chains done after ${finished.toFixed(2)} s), errors ${errors.length}`,
+  );
   const sorted = [...latencies].sort((a, b) => a - b);
   const mean = latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1);
   const rows = [
     ['request', 'n', 'p50 ms', 'p99 ms', 'mean ms', 'max ms'],
-    ['refresh', String(latencies.length), ...[percentile(sorted, 0.5), percentile(sorted, 0.99), mean, sorted.at(-1) ?? NaN].map((v) => v.toFixed(1))],
+    [
+      'refresh',
+      String(latencies.length),
+      ...[percentile(sorted, 0.5), percentile(sorted, 0.99), mean, sorted.at(-1) ?? NaN].map((v) => v.toFixed(1)),
+    ],
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const r of rows) console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
+  for (const r of rows)
+    console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
   const fullSeconds = Array.from({ length: Math.floor(finished) }, (_, i) => perSecond[i] ?? 0);
   if (fullSeconds.length) {
-    console.log(`  refreshes per whole second: min ${Math.min(...fullSeconds)}, median ${median(fullSeconds)}, max ${Math.max(...fullSeconds)} (${fullSeconds.length} s)`);
+    console.log(
+      `  refreshes per whole second: min ${Math.min(...fullSeconds)}, median ${median(fullSeconds)}, max ${Math.max(...fullSeconds)} (${fullSeconds.length} s)`,
+    );
   }
   const perChain = chains.map((c) => c.refreshes);
-  console.log(`  refreshes per chain: min ${Math.min(...perChain)}, median ${median(perChain)}, max ${Math.max(...perChain)}`);
+  console.log(
+    `  refreshes per chain: min ${Math.min(...perChain)}, median ${median(perChain)}, max ${Math.max(...perChain)}`,
+  );
   const share = shareOver(finished);
-  console.log(`  CPU (share of one core): server process ${share(cpu.server)} (all threads), this driver ${share(cpu.client)}; PostgreSQL not counted`);
-  console.log(`  HTTP statuses: ${[...client.statusCounts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(', ') || 'none'}`);
+  console.log(
+    `  CPU (share of one core): server process ${share(cpu.server)} (all threads), this driver ${share(cpu.client)}; PostgreSQL not counted`,
+  );
+  console.log(
+    `  HTTP statuses: ${
+      [...client.statusCounts]
+        .sort((a, b) => a[0] - b[0])
+        .map(([s, n]) => `${s}×${n}`)
+        .join(', ') || 'none'
+    }`,
+  );
   if (errors.length) {
     const byKind = new Map();
     for (const e of errors) {
@@ -202,14 +242,19 @@ async function runChains(chains) {
       byKind.get(key).n++;
     }
     console.log('  errors (status and OAuth error: count, first one):');
-    for (const [key, { n, first }] of byKind) console.log(`    ${key}: ${n}× chain ${first.chain} at ${first.at.toFixed(2)} s: ${first.message}`);
+    for (const [key, { n, first }] of byKind)
+      console.log(`    ${key}: ${n}× chain ${first.chain} at ${first.at.toFixed(2)} s: ${first.message}`);
   }
   const ended = chains.filter((c) => c.ended);
   if (ended.length) {
-    console.log(`  CHAINS ENDED BY invalid_grant: ${ended.length} of ${chains.length} (a bug or a race in rotation: this driver never sends a token twice unless a request failed)`);
+    console.log(
+      `  CHAINS ENDED BY invalid_grant: ${ended.length} of ${chains.length} (a bug or a race in rotation: this driver never sends a token twice unless a request failed)`,
+    );
     for (const c of ended) {
-      console.log(`    chain ${c.index} (${c.user.email}) at ${c.ended.at.toFixed(2)} s after ${c.ended.after} refreshes` +
-        `${c.ended.earlierErrors ? `, after ${c.ended.earlierErrors} earlier error(s) on this chain` : ''}: ${c.ended.message}`);
+      console.log(
+        `    chain ${c.index} (${c.user.email}) at ${c.ended.at.toFixed(2)} s after ${c.ended.after} refreshes` +
+          `${c.ended.earlierErrors ? `, after ${c.ended.earlierErrors} earlier error(s) on this chain` : ''}: ${c.ended.message}`,
+      );
     }
   }
   return { completed, elapsed, errors: errors.length, ended: ended.length };
@@ -227,10 +272,17 @@ async function crossCheck(chains, completed) {
               (select count(*) from grants where revoked_at is not null)::int as revoked_grants`,
     );
     const r = rows[0];
-    const expected = { tokens: chains.length + completed, used: completed, live: chains.length - chains.filter((c) => c.ended).length, revoked_grants: chains.filter((c) => c.ended).length };
+    const expected = {
+      tokens: chains.length + completed,
+      used: completed,
+      live: chains.length - chains.filter((c) => c.ended).length,
+      revoked_grants: chains.filter((c) => c.ended).length,
+    };
     const ok = r.used === expected.used && r.live === expected.live && r.revoked_grants === expected.revoked_grants;
-    console.log(`database: ${r.tokens} refresh tokens, ${r.used} used, ${r.live} live, ${r.revoked_grants} revoked grants` +
-      ` (${ok ? 'consistent with' : 'MISMATCH with'} ${completed} successful refreshes on ${chains.length} chains${ok ? '' : `: expected ${JSON.stringify(expected)}`})`);
+    console.log(
+      `database: ${r.tokens} refresh tokens, ${r.used} used, ${r.live} live, ${r.revoked_grants} revoked grants` +
+        ` (${ok ? 'consistent with' : 'MISMATCH with'} ${completed} successful refreshes on ${chains.length} chains${ok ? '' : `: expected ${JSON.stringify(expected)}`})`,
+    );
     return ok;
   } catch (error) {
     console.log(`database cross-check failed: ${error.message}`);
@@ -240,9 +292,10 @@ async function crossCheck(chains, completed) {
   }
 }
 
-
 // First signal: no new requests; the in-flight ones end, then cleanup (see handleSignals in lib.js).
-handleSignals('finishing in-flight requests, then stopping the server and dropping the database (again to stop at once)');
+handleSignals(
+  'finishing in-flight requests, then stopping the server and dropping the database (again to stop at once)',
+);
 
 // ----------------------------------------------------------------------------------------------- main
 async function main() {
@@ -270,9 +323,15 @@ async function main() {
 
   const ready = await startServer(client, env);
   checkpoint();
-  console.log(`setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`);
+  console.log(
+    `setup: server answered /healthz ${ready.toFixed(0)} ms after launch (migrations on an empty database included)`,
+  );
 
-  oidc.clientId = await createApplication(client, adminToken, { clientName: 'Refresh benchmark', redirectUri: oidc.redirectUri, scope: SCOPE });
+  oidc.clientId = await createApplication(client, adminToken, {
+    clientName: 'Refresh benchmark',
+    redirectUri: oidc.redirectUri,
+    scope: SCOPE,
+  });
 
   let t = now();
   const users = await Promise.all(
@@ -287,9 +346,18 @@ async function main() {
   // One sign-in per chain (with consent), each giving the chain its first refresh token.
   t = now();
   const chains = await Promise.all(
-    users.map(async (user, index) => ({ index, user, token: await signIn(user), refreshes: 0, errors: 0, ended: undefined })),
+    users.map(async (user, index) => ({
+      index,
+      user,
+      token: await signIn(user),
+      refreshes: 0,
+      errors: 0,
+      ended: undefined,
+    })),
   );
-  console.log(`setup: ${chains.length} sign-ins (argon2id, consent, code exchange) in ${(now() - t).toFixed(0)} ms, one refresh token each`);
+  console.log(
+    `setup: ${chains.length} sign-ins (argon2id, consent, code exchange) in ${(now() - t).toFixed(0)} ms, one refresh token each`,
+  );
   checkpoint();
 
   const result = await runChains(chains);

@@ -23,7 +23,14 @@ async function launch(command, argv, dataDir) {
   const started = performance.now();
   const child = spawn(command, argv, {
     cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', DATABASE_URL: '' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+    },
     stdio: 'ignore',
     detached: true,
   });
@@ -74,11 +81,16 @@ async function measure(label, command, argv) {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  const fmt = (xs) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
+  const fmt = (xs) =>
+    `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
   console.log(`${label}\n  cold: ${fmt(cold)}\n  warm: ${fmt(warm)}`);
   if (rss.length) console.log(`  idle RSS after 3 s: median ${median(rss).toFixed(0)} MiB`);
 }
 
-console.log(`node ${process.version}, ${runs} runs, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `node ${process.version}, ${runs} runs, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 await measure('node dist/src/cli.js serve (compiled)', process.execPath, ['dist/src/cli.js', 'serve']);
 if (withNpm) await measure('npm start (builds, then serves)', 'npm', ['start', '--silent']);

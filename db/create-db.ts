@@ -92,7 +92,10 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    preparedExecutors.set(db, async (name, query) => (await pool.query({ name, text: query.sql, values: query.parameters as unknown[] })).rows);
+    preparedExecutors.set(
+      db,
+      async (name, query) => (await pool.query({ name, text: query.sql, values: query.parameters as unknown[] })).rows,
+    );
     const url = options.databaseUrl;
     return {
       db,
@@ -137,11 +140,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
  * LISTEN on a PostgreSQL channel with a dedicated connection, reconnecting with backoff. Returns a
  * stop function. (PGlite is one process: its changes are seen in-process, no listener needed.)
  */
-export function listenPostgres(
-  databaseUrl: string,
-  channel: string,
-  handlers: ListenHandlers,
-): Listener {
+export function listenPostgres(databaseUrl: string, channel: string, handlers: ListenHandlers): Listener {
   let client: pg.Client | undefined;
   let stopped = false;
   let delay = 500;

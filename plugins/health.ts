@@ -24,7 +24,9 @@ const healthPlugin: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   // Browsers ask every origin for a favicon; answer without a 404 in their console.
-  app.get('/favicon.ico', { logLevel: 'warn' }, async (_request, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
+  app.get('/favicon.ico', { logLevel: 'warn' }, async (_request, reply) =>
+    reply.code(204).header('cache-control', 'public, max-age=86400').send(),
+  );
 
   app.get(
     '/readyz',

@@ -28,7 +28,11 @@ export default fp(
       if (!route.url.includes('/api/') || route.url.endsWith('/openapi.json')) return;
       for (const method of [route.method].flat()) {
         if (method === 'HEAD') continue;
-        apiRoutes.push({ method, url: route.url, schemaParts: Object.keys(route.schema ?? {}).filter((k) => k !== 'hide') });
+        apiRoutes.push({
+          method,
+          url: route.url,
+          schemaParts: Object.keys(route.schema ?? {}).filter((k) => k !== 'hide'),
+        });
       }
     });
     const basePath = new URL(config.baseUrl).pathname.replace(/\/$/, '');
@@ -43,7 +47,11 @@ export default fp(
         servers: [{ url: config.baseUrl }],
         components: {
           securitySchemes: {
-            bearer: { type: 'http', scheme: 'bearer', description: 'An access token from the token endpoint (external API, UserInfo)' },
+            bearer: {
+              type: 'http',
+              scheme: 'bearer',
+              description: 'An access token from the token endpoint (external API, UserInfo)',
+            },
             adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_TOKEN (admin API)' },
           },
         },
@@ -52,13 +60,26 @@ export default fp(
       transform({ schema, url, route }) {
         const path = url.startsWith(basePath) ? url.slice(basePath.length) : url;
         const api = path.startsWith('/api/') && route.method !== 'HEAD' && path !== '/api/openapi.json';
-        const tags = path.startsWith('/api/admin') ? ['admin'] : path.startsWith('/api/external') ? ['external'] : path.startsWith('/api/public') ? ['public'] : ['auth'];
-        const security = path.startsWith('/api/admin') ? [{ adminToken: [] }] : path.startsWith('/api/external') || path.includes('/oauth2/userinfo') ? [{ bearer: [] }] : undefined;
+        const tags = path.startsWith('/api/admin')
+          ? ['admin']
+          : path.startsWith('/api/external')
+            ? ['external']
+            : path.startsWith('/api/public')
+              ? ['public']
+              : ['auth'];
+        const security = path.startsWith('/api/admin')
+          ? [{ adminToken: [] }]
+          : path.startsWith('/api/external') || path.includes('/oauth2/userinfo')
+            ? [{ bearer: [] }]
+            : undefined;
         return { schema: { ...(schema ?? {}), hide: !api, tags, ...(security && { security }) } as never, url };
       },
     });
     app.get('/api/openapi.json', { schema: { hide: true } as never }, async (_request, reply) =>
-      reply.header('cache-control', 'public, max-age=300').header('access-control-allow-origin', '*').send(app.swagger()),
+      reply
+        .header('cache-control', 'public, max-age=300')
+        .header('access-control-allow-origin', '*')
+        .send(app.swagger()),
     );
   },
   { name: 'openapi' },

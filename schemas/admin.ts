@@ -67,7 +67,13 @@ void describesUser;
 
 export const AuditQuerySchema = Type.Object(
   {
-    type: Type.Optional(Type.String({ maxLength: 500, pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'an event type, or several separated by commas' })),
+    type: Type.Optional(
+      Type.String({
+        maxLength: 500,
+        pattern: '^[a-z_.]+(,[a-z_.]+)*$',
+        description: 'an event type, or several separated by commas',
+      }),
+    ),
     userId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
     clientId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
     from: Type.Optional(Type.String({ maxLength: 64, description: 'events at or after this date-time (ISO 8601)' })),
@@ -89,4 +95,7 @@ export const AuditEventSchema = Type.Object({
   createdAt: Type.String(),
 });
 
-export const AuditPageSchema = Type.Object({ items: Type.Array(AuditEventSchema), nextCursor: Type.Optional(Type.String()) });
+export const AuditPageSchema = Type.Object({
+  items: Type.Array(AuditEventSchema),
+  nextCursor: Type.Optional(Type.String()),
+});

@@ -26,7 +26,9 @@ export const TokenResponseSchema = Type.Object({
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer(),
   id_token: Type.Optional(Type.String()),
-  refresh_token: Type.Optional(Type.String({ description: 'only when offline_access was granted; never from the cookie endpoint' })),
+  refresh_token: Type.Optional(
+    Type.String({ description: 'only when offline_access was granted; never from the cookie endpoint' }),
+  ),
   scope: Type.String(),
 });
 
@@ -45,9 +47,18 @@ export const ClaimsSchema = Type.Object(
 );
 
 export const BearerErrors = {
-  401: Type.Object({ error: Type.Literal('UNAUTHORIZED') }, { description: 'missing, unknown, expired or revoked token (WWW-Authenticate: Bearer)' }),
-  403: Type.Object({ error: Type.Literal('FORBIDDEN'), missingScopes: Type.Array(Type.String()) }, { description: 'a required scope was not granted' }),
-  429: Type.Object({ error: Type.Literal('TOO_MANY_REQUESTS'), message: Type.String() }, { description: 'rate limit per access token; Retry-After' }),
+  401: Type.Object(
+    { error: Type.Literal('UNAUTHORIZED') },
+    { description: 'missing, unknown, expired or revoked token (WWW-Authenticate: Bearer)' },
+  ),
+  403: Type.Object(
+    { error: Type.Literal('FORBIDDEN'), missingScopes: Type.Array(Type.String()) },
+    { description: 'a required scope was not granted' },
+  ),
+  429: Type.Object(
+    { error: Type.Literal('TOO_MANY_REQUESTS'), message: Type.String() },
+    { description: 'rate limit per access token; Retry-After' },
+  ),
 };
 
 export const DiscoverySchema = Type.Object(
@@ -61,7 +72,14 @@ export const DiscoverySchema = Type.Object(
   { additionalProperties: true, description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3)' },
 );
 
-export const JwksSchema = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) });
+export const JwksSchema = Type.Object({
+  keys: Type.Array(
+    Type.Object(
+      { kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() },
+      { additionalProperties: true },
+    ),
+  ),
+});
 
 /** No body (send() without a payload); `type: null` in the document. */
 export const Empty = (description: string) => Type.Unsafe<undefined>({ type: 'null', description });

@@ -41,7 +41,10 @@ for (const file of files) {
   const importsOf = (re) => new RegExp(`(from|import)\\s*\\(?\\s*['"]${re.source}`);
   if (rel !== 'src/cli.ts') report(/process\.env\b/, 'only src/cli.ts reads process.env; pass a Config instead');
   if (layer('src/oauth/')) {
-    report(importsOf(/(fastify|kysely|pg|@electric-sql\/pglite)['"/]/), 'src/oauth is pure protocol logic: no Fastify or database imports');
+    report(
+      importsOf(/(fastify|kysely|pg|@electric-sql\/pglite)['"/]/),
+      'src/oauth is pure protocol logic: no Fastify or database imports',
+    );
     report(importsOf(/(\.\.\/)+(db|plugins)\//), 'src/oauth must not import the database layer or plugins');
     report(importsOf(/(\.\.\/)+services\//), 'src/oauth must not import services: declare the store it needs');
   }
@@ -56,7 +59,8 @@ for (const file of files) {
     report(/from ['"]kysely['"]/, 'no SQL outside db/: call a service or a repository');
     report(/\.(selectFrom|insertInto|updateTable|deleteFrom)\(/, 'no SQL outside db/: call a service or a repository');
   }
-  if (layer('src/')) report(/\.(selectFrom|insertInto|updateTable|deleteFrom)\(/, 'no SQL outside db/: call a repository');
+  if (layer('src/'))
+    report(/\.(selectFrom|insertInto|updateTable|deleteFrom)\(/, 'no SQL outside db/: call a repository');
   report(/@fastify\/autoload/, 'register plugins explicitly in src/app.ts');
 
   for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {

@@ -10,7 +10,12 @@ import type { Config } from './config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
 import type { StaticApplications } from './services/applications.js';
 import { loggerOptions } from './logger.js';
-import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH, serviceUnavailableWhileClosing } from './framework-errors.js';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  MAX_PARAM_LENGTH,
+  serviceUnavailableWhileClosing,
+} from './framework-errors.js';
 import { loadStaticApplications } from './static-applications.js';
 import dbPlugin from '../plugins/infra/db.js';
 import servicesPlugin from '../plugins/infra/services.js';

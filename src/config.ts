@@ -18,11 +18,23 @@ const Url = (description: string) =>
 /** Rate-limit rules (decisions.md, Limits): the default count per window and what it is keyed by. */
 export const RATE_LIMIT_RULES = {
   TOKEN: { limit: 60, windowSeconds: 60, what: 'token and cookie token endpoints, per known client_id and IP' },
-  TOKEN_IP: { limit: 300, windowSeconds: 60, what: 'token and cookie token endpoints, per IP, before the client is looked up' },
+  TOKEN_IP: {
+    limit: 300,
+    windowSeconds: 60,
+    what: 'token and cookie token endpoints, per IP, before the client is looked up',
+  },
   AUTHORIZE: { limit: 60, windowSeconds: 60, what: 'authorize endpoint, per IP' },
   SIGN_IN_IP: { limit: 10, windowSeconds: 60, what: 'sign-in, per IP' },
-  SIGN_IN_EMAIL: { limit: 5, windowSeconds: 900, what: 'failed sign-ins per e-mail address before growing delays, and how long failures count' },
-  SIGN_IN_DEVICE: { limit: 10, windowSeconds: 900, what: 'failed sign-ins per trusted browser (device cookie) and account before it loses its trust' },
+  SIGN_IN_EMAIL: {
+    limit: 5,
+    windowSeconds: 900,
+    what: 'failed sign-ins per e-mail address before growing delays, and how long failures count',
+  },
+  SIGN_IN_DEVICE: {
+    limit: 10,
+    windowSeconds: 900,
+    what: 'failed sign-ins per trusted browser (device cookie) and account before it loses its trust',
+  },
   SIGN_UP_IP: { limit: 10, windowSeconds: 60, what: 'sign-up, per IP' },
   SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600, what: 'sign-up (and its mail), per target e-mail address' },
   RESEND_IP: { limit: 10, windowSeconds: 900, what: 'verification mail resends, per IP' },
@@ -63,7 +75,10 @@ export const EnvSchema = Type.Object({
   LOGIN_URL: Url('an http(s) URL without query or fragment'),
   ADMIN_URL: Url('an http(s) URL without query or fragment'),
   DATABASE_URL: Type.Optional(
-    Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// connection URL (unset: embedded database)' }),
+    Type.String({
+      pattern: '^postgres(ql)?://',
+      description: 'a postgres:// connection URL (unset: embedded database)',
+    }),
   ),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'an integer 1-200' }),
   DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'a directory path' }),
@@ -76,7 +91,11 @@ export const EnvSchema = Type.Object({
   SMTP_URL: Type.Optional(
     Type.String({ pattern: '^smtps?://', description: 'an smtp:// or smtps:// URL (unset: local outbox file)' }),
   ),
-  MAIL_FROM: Type.String({ minLength: 3, default: 'Identity Provider <no-reply@localhost>', description: 'a From address' }),
+  MAIL_FROM: Type.String({
+    minLength: 3,
+    default: 'Identity Provider <no-reply@localhost>',
+    description: 'a From address',
+  }),
   COOKIE_SECURE: Type.Optional(Type.Boolean({ description: 'true or false (default: true when BASE_URL is https)' })),
   COOKIE_SAMESITE: Type.Union([Type.Literal('lax'), Type.Literal('strict'), Type.Literal('none')], {
     default: 'lax',
@@ -103,7 +122,8 @@ export const EnvSchema = Type.Object({
     minimum: 0,
     maximum: 300,
     default: 0,
-    description: 'a whole number of seconds from 0 to 300 (a retry of a just-rotated refresh token within it gets the same successor)',
+    description:
+      'a whole number of seconds from 0 to 300 (a retry of a just-rotated refresh token within it gets the same successor)',
   }),
   CLEANUP_INTERVAL: Type.Integer({
     minimum: 0,
@@ -111,27 +131,40 @@ export const EnvSchema = Type.Object({
     default: 60,
     description: 'a whole number of seconds from 0 to 86400 between clean-up runs (0 turns the job off)',
   }),
-  CORS_CACHE_TTL: Seconds(60, 'how long the registered-origin list is cached; changes made through this service apply at once'),
+  CORS_CACHE_TTL: Seconds(
+    60,
+    'how long the registered-origin list is cached; changes made through this service apply at once',
+  ),
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
   ADMIN_SETUP_TTL: Seconds(3600, 'lifetime of the one-time link that creates the first admin'),
-  ADMIN_FRESHNESS: Seconds(600, 'an admin must have entered their password within this many seconds for dangerous actions (delete, rotate)'),
+  ADMIN_FRESHNESS: Seconds(
+    600,
+    'an admin must have entered their password within this many seconds for dangerous actions (delete, rotate)',
+  ),
   FIRST_PARTY_ORIGINS: Type.String({
     default: '',
-    description: 'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints and be the target of password-reset links',
+    description:
+      'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints and be the target of password-reset links',
   }),
   MAIL_RETRY_DELAYS: Type.String({
     default: '5,30,120',
     pattern: '^(none|\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?){0,9})$',
-    description: 'a comma-separated list of up to 10 waits in seconds before each retry of a failed mail (e.g. 5,30,120), or none',
+    description:
+      'a comma-separated list of up to 10 waits in seconds before each retry of a failed mail (e.g. 5,30,120), or none',
   }),
   RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], {
     default: 'on',
     description: 'on or off (off switches every rate limit off, for load tests and conformance runs)',
   }),
   ...rateLimitVariables(),
-  RATE_LIMIT_MAX_KEYS: Type.Integer({ minimum: 100, maximum: 10_000_000, default: 100_000, description: 'a whole number from 100 to 10000000 (windows kept in memory per rate-limit rule)' }),
+  RATE_LIMIT_MAX_KEYS: Type.Integer({
+    minimum: 100,
+    maximum: 10_000_000,
+    default: 100_000,
+    description: 'a whole number from 100 to 10000000 (windows kept in memory per rate-limit rule)',
+  }),
   SIGN_IN_DELAY_FIRST: Seconds(1, 'the first delay after the free failed sign-ins of an account'),
   SIGN_IN_DELAY_MAX: Seconds(60, 'the longest delay between failed sign-ins of an account'),
 });
@@ -204,7 +237,10 @@ export class ConfigError extends Error {
     super(
       `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
         problems
-          .map((p) => `  - ${p.name}: expected ${p.expected}; got ${p.given === undefined ? 'nothing' : JSON.stringify(p.given)}`)
+          .map(
+            (p) =>
+              `  - ${p.name}: expected ${p.expected}; got ${p.given === undefined ? 'nothing' : JSON.stringify(p.given)}`,
+          )
           .join('\n'),
     );
     this.name = 'ConfigError';
@@ -229,8 +265,13 @@ function parseTrustProxy(raw: string): TrustProxy | undefined {
   if (v === 'true') return true;
   if (v === 'false' || v === '') return false;
   if (/^\d+$/.test(v)) return Number(v);
-  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
-  return list.every((s) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(s) || ['loopback', 'linklocal', 'uniquelocal'].includes(s))
+  const list = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return list.every(
+    (s) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(s) || ['loopback', 'linklocal', 'uniquelocal'].includes(s),
+  )
     ? list
     : undefined;
 }
@@ -312,11 +353,15 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   }
 
   const firstPartyOrigins: string[] = [];
-  for (const item of String(parsed.FIRST_PARTY_ORIGINS).split(',').map((o) => o.trim()).filter(Boolean)) {
+  for (const item of String(parsed.FIRST_PARTY_ORIGINS)
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean)) {
     let origin: string | undefined;
     try {
       const url = new URL(item);
-      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === item.replace(/\/$/, '')) origin = url.origin;
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === item.replace(/\/$/, ''))
+        origin = url.origin;
     } catch {
       origin = undefined;
     }
@@ -326,18 +371,25 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
 
   const rules = {} as Record<RateLimitRule, RateLimitSetting>;
   for (const name of Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]) {
-    const [limit, windowSeconds] = String((parsed as Record<string, unknown>)[`RATE_LIMIT_${name}`]).split('/').map(Number);
-    if (!limit || !windowSeconds) problem(`RATE_LIMIT_${name}`, 'a count and a window in seconds, both at least 1, e.g. 10/60');
+    const [limit, windowSeconds] = String((parsed as Record<string, unknown>)[`RATE_LIMIT_${name}`])
+      .split('/')
+      .map(Number);
+    if (!limit || !windowSeconds)
+      problem(`RATE_LIMIT_${name}`, 'a count and a window in seconds, both at least 1, e.g. 10/60');
     rules[name] = { limit: limit!, windowSeconds: windowSeconds! };
   }
 
-  if (parsed.SIGN_IN_DELAY_FIRST > parsed.SIGN_IN_DELAY_MAX) problem('SIGN_IN_DELAY_FIRST', 'at most SIGN_IN_DELAY_MAX');
+  if (parsed.SIGN_IN_DELAY_FIRST > parsed.SIGN_IN_DELAY_MAX)
+    problem('SIGN_IN_DELAY_FIRST', 'at most SIGN_IN_DELAY_MAX');
 
   const port = parsed.PORT;
   const baseUrl = stripSlash(parsed.BASE_URL ?? `http://localhost:${port}`);
   const cookieSecure = parsed.COOKIE_SECURE ?? baseUrl.startsWith('https://');
   if (parsed.COOKIE_SAMESITE === 'none' && !cookieSecure) {
-    problem('COOKIE_SAMESITE', 'lax or strict unless cookies are secure (browsers drop SameSite=None cookies without Secure)');
+    problem(
+      'COOKIE_SAMESITE',
+      'lax or strict unless cookies are secure (browsers drop SameSite=None cookies without Secure)',
+    );
   }
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -360,15 +412,16 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     cookieSecure,
     cookieSameSite: parsed.COOKIE_SAMESITE,
     trustProxy: trustProxy!,
-    staticApplicationsFile: parsed.STATIC_APPLICATIONS_FILE
-      ? resolve(cwd, parsed.STATIC_APPLICATIONS_FILE)
-      : undefined,
+    staticApplicationsFile: parsed.STATIC_APPLICATIONS_FILE ? resolve(cwd, parsed.STATIC_APPLICATIONS_FILE) : undefined,
     logLevel: parsed.LOG_LEVEL,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     corsCacheSeconds: parsed.CORS_CACHE_TTL,
     firstPartyOrigins,
-    mailRetryDelaysMs: parsed.MAIL_RETRY_DELAYS === 'none' ? [] : parsed.MAIL_RETRY_DELAYS.split(',').map((s) => Math.round(Number(s) * 1000)),
+    mailRetryDelaysMs:
+      parsed.MAIL_RETRY_DELAYS === 'none'
+        ? []
+        : parsed.MAIL_RETRY_DELAYS.split(',').map((s) => Math.round(Number(s) * 1000)),
     rateLimits: {
       enabled: parsed.RATE_LIMITS === 'on',
       rules,
@@ -395,7 +448,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
 
 /** Every variable with its default and description, for the README and `idp --help`. */
 export function describeEnv(): Array<{ name: string; default: unknown; description: string }> {
-  return Object.entries(EnvSchema.properties as Record<string, TSchema & { default?: unknown; description?: string }>).map(
-    ([name, schema]) => ({ name, default: schema.default, description: schema.description ?? '' }),
-  );
+  return Object.entries(
+    EnvSchema.properties as Record<string, TSchema & { default?: unknown; description?: string }>,
+  ).map(([name, schema]) => ({ name, default: schema.default, description: schema.description ?? '' }));
 }

@@ -20,7 +20,9 @@ export interface Device {
 }
 
 export function createDeviceCookies(secretKey: string) {
-  const key = Buffer.from(hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), Buffer.alloc(0), 'idp device-cookie v1', 32));
+  const key = Buffer.from(
+    hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), Buffer.alloc(0), 'idp device-cookie v1', 32),
+  );
   const mac = (data: string) => createHmac('sha256', key).update(data).digest('base64url');
 
   return {
@@ -44,7 +46,9 @@ export function createDeviceCookies(secretKey: string) {
     /** The cookie value after a successful sign-in to the account with this tag. */
     write(device: Device | undefined, tag: string): string {
       const nonce = device?.nonce ?? randomBytes(16).toString('base64url');
-      const tags = [tag, ...(device?.tags ?? []).filter((t) => t !== tag)].slice(0, DEVICE_COOKIE_MAX_ACCOUNTS).join('~');
+      const tags = [tag, ...(device?.tags ?? []).filter((t) => t !== tag)]
+        .slice(0, DEVICE_COOKIE_MAX_ACCOUNTS)
+        .join('~');
       return `${nonce}.${tags}.${mac(`device\u0000${nonce}.${tags}`)}`;
     },
   };

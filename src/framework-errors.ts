@@ -50,16 +50,25 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
       request.server.routing(request.raw, reply.raw);
       return;
     }
-    void reply.code(400).header('cache-control', 'no-store').send({ error: 'BAD_REQUEST', message: 'The request URL is malformed' });
+    void reply
+      .code(400)
+      .header('cache-control', 'no-store')
+      .send({ error: 'BAD_REQUEST', message: 'The request URL is malformed' });
     return;
   }
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     // Unreachable over HTTP at MAX_PARAM_LENGTH (see above); kept so no Fastify body is ever sent.
-    void reply.code(414).header('cache-control', 'no-store').send({ error: 'URI_TOO_LONG', message: 'The request URL is too long' });
+    void reply
+      .code(414)
+      .header('cache-control', 'no-store')
+      .send({ error: 'URI_TOO_LONG', message: 'The request URL is too long' });
     return;
   }
   request.log.error({ err: error }, 'unexpected routing error');
-  void reply.code(500).header('cache-control', 'no-store').send({ error: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
+  void reply
+    .code(500)
+    .header('cache-control', 'no-store')
+    .send({ error: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
 }
 
 /**
@@ -90,9 +99,11 @@ export function serviceUnavailableWhileClosing(app: FastifyInstance): void {
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'REQUEST_TIMEOUT', 'The request took too long to arrive']
-    : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'REQUEST_HEADER_FIELDS_TOO_LARGE', 'The request line and headers are too large']
-    : [400, 'BAD_REQUEST', 'The request is malformed'];
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'REQUEST_TIMEOUT', 'The request took too long to arrive']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'REQUEST_HEADER_FIELDS_TOO_LARGE', 'The request line and headers are too large']
+        : [400, 'BAD_REQUEST', 'The request is malformed'];
   const body = JSON.stringify({ error: code, message });
   if (socket.writable) {
     socket.write(

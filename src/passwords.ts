@@ -21,7 +21,11 @@ export function needsRehash(hashed: string): boolean {
   const m = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/.exec(hashed);
   if (!m) return true;
   const [, memory, time, parallelism] = m.map(Number);
-  return memory !== PASSWORD_HASH_OPTIONS.memoryCost || time !== PASSWORD_HASH_OPTIONS.timeCost || parallelism !== PASSWORD_HASH_OPTIONS.parallelism;
+  return (
+    memory !== PASSWORD_HASH_OPTIONS.memoryCost ||
+    time !== PASSWORD_HASH_OPTIONS.timeCost ||
+    parallelism !== PASSWORD_HASH_OPTIONS.parallelism
+  );
 }
 
 let dummyHash: Promise<string> | undefined;
@@ -36,9 +40,13 @@ export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 128;
 
 /** The length rule of every new password, counted in characters (code points), not UTF-16 units. */
-export function passwordLengthProblem(password: string): { code: 'PASSWORD_TOO_SHORT' | 'PASSWORD_TOO_LONG'; message: string } | undefined {
+export function passwordLengthProblem(
+  password: string,
+): { code: 'PASSWORD_TOO_SHORT' | 'PASSWORD_TOO_LONG'; message: string } | undefined {
   const length = [...password].length;
-  if (length < PASSWORD_MIN_LENGTH) return { code: 'PASSWORD_TOO_SHORT', message: `Use at least ${PASSWORD_MIN_LENGTH} characters` };
-  if (length > PASSWORD_MAX_LENGTH) return { code: 'PASSWORD_TOO_LONG', message: `Use at most ${PASSWORD_MAX_LENGTH} characters` };
+  if (length < PASSWORD_MIN_LENGTH)
+    return { code: 'PASSWORD_TOO_SHORT', message: `Use at least ${PASSWORD_MIN_LENGTH} characters` };
+  if (length > PASSWORD_MAX_LENGTH)
+    return { code: 'PASSWORD_TOO_LONG', message: `Use at most ${PASSWORD_MAX_LENGTH} characters` };
   return undefined;
 }

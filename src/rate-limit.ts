@@ -18,7 +18,9 @@ import { RateLimiterRes } from 'rate-limiter-flexible';
 
 // The package declares RateLimiterStoreAbstract in its types (and its README names it as the class
 // every store extends) but does not export it from its index: load it from its file.
-const RateLimiterStoreAbstract = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterStoreAbstract.js') as typeof import('rate-limiter-flexible').RateLimiterStoreAbstract;
+const RateLimiterStoreAbstract = createRequire(import.meta.url)(
+  'rate-limiter-flexible/lib/RateLimiterStoreAbstract.js',
+) as typeof import('rate-limiter-flexible').RateLimiterStoreAbstract;
 
 interface Entry {
   points: number;
@@ -93,7 +95,8 @@ export class BoundedMemoryStore {
 
   sweep(): void {
     const now = this.now();
-    for (const [key, entry] of this.entries) if (entry.expiresAt !== 0 && entry.expiresAt <= now) this.entries.delete(key);
+    for (const [key, entry] of this.entries)
+      if (entry.expiresAt !== 0 && entry.expiresAt <= now) this.entries.delete(key);
   }
 
   clear(): void {
@@ -109,7 +112,13 @@ export class BoundedMemoryStore {
 export class BoundedMemoryLimiter extends RateLimiterStoreAbstract {
   readonly store: BoundedMemoryStore;
 
-  constructor(options: { points: number; duration: number; maxKeys?: number; now?: () => number; sweepIntervalMs?: number }) {
+  constructor(options: {
+    points: number;
+    duration: number;
+    maxKeys?: number;
+    now?: () => number;
+    sweepIntervalMs?: number;
+  }) {
     const store = new BoundedMemoryStore(options);
     super({ points: options.points, duration: options.duration, keyPrefix: '', storeClient: store });
     this.store = store;
@@ -163,6 +172,10 @@ export function ipKey(ip: string): string {
   if (right.length && right[right.length - 1]!.includes('.')) right = [...right.slice(0, -1), '0', '0'];
   let groups = left;
   if (left.length && left[left.length - 1]!.includes('.')) groups = [...left.slice(0, -1), '0', '0'];
-  const full = tail === undefined ? groups : [...groups, ...Array(8 - groups.length - right.length).fill('0'), ...right];
-  return `${full.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  const full =
+    tail === undefined ? groups : [...groups, ...Array(8 - groups.length - right.length).fill('0'), ...right];
+  return `${full
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

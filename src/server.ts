@@ -27,7 +27,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   try {
     // Before listening: once the server answers (and logs "listening"), the caller installs its signal
     // handlers at once, with no database round trip in between.
-    await announceFirstAdmin(app, config, print).catch((error: unknown) => app.log.error({ err: error }, 'could not check for an admin user'));
+    await announceFirstAdmin(app, config, print).catch((error: unknown) =>
+      app.log.error({ err: error }, 'could not check for an admin user'),
+    );
     address = await app.listen({ port: config.port, host: config.host });
   } catch (error) {
     await app.close();

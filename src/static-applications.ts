@@ -83,7 +83,9 @@ export function loadStaticApplications(file: string | undefined): StaticApplicat
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new StaticApplicationsError(file, [{ field: '(file)', message: `is not valid JSON: ${(error as Error).message}` }]);
+    throw new StaticApplicationsError(file, [
+      { field: '(file)', message: `is not valid JSON: ${(error as Error).message}` },
+    ]);
   }
   return staticApplicationsFrom(parseStaticApplications(json, file), file);
 }

@@ -127,7 +127,17 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['email_verification_tokens', 'refresh_tokens', 'access_tokens', 'authorization_codes', 'grants', 'consents', 'authorization_requests', 'sessions', 'signing_keys']) {
+  for (const table of [
+    'email_verification_tokens',
+    'refresh_tokens',
+    'access_tokens',
+    'authorization_codes',
+    'grants',
+    'consents',
+    'authorization_requests',
+    'sessions',
+    'signing_keys',
+  ]) {
     await db.schema.dropTable(table).execute();
   }
 }

@@ -21,13 +21,28 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('access_tokens_expires_idx').on('access_tokens').column('expires_at').execute();
   await db.schema.createIndex('access_tokens_session_idx').on('access_tokens').column('session_id').execute();
   await db.schema.createIndex('refresh_tokens_expires_idx').on('refresh_tokens').column('expires_at').execute();
-  await db.schema.createIndex('authorization_codes_expires_idx').on('authorization_codes').column('expires_at').execute();
-  await db.schema.createIndex('authorization_requests_expires_idx').on('authorization_requests').column('expires_at').execute();
+  await db.schema
+    .createIndex('authorization_codes_expires_idx')
+    .on('authorization_codes')
+    .column('expires_at')
+    .execute();
+  await db.schema
+    .createIndex('authorization_requests_expires_idx')
+    .on('authorization_requests')
+    .column('expires_at')
+    .execute();
   await db.schema.createIndex('sessions_expires_idx').on('sessions').column('expires_at').execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const name of ['access_tokens_expires_idx', 'access_tokens_session_idx', 'refresh_tokens_expires_idx', 'authorization_codes_expires_idx', 'authorization_requests_expires_idx', 'sessions_expires_idx']) {
+  for (const name of [
+    'access_tokens_expires_idx',
+    'access_tokens_session_idx',
+    'refresh_tokens_expires_idx',
+    'authorization_codes_expires_idx',
+    'authorization_requests_expires_idx',
+    'sessions_expires_idx',
+  ]) {
     await db.schema.dropIndex(name).execute();
   }
   await db.schema.alterTable('applications').dropColumn('post_logout_redirect_uris').execute();

@@ -15,7 +15,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('revoked_at', 'timestamptz')
     .execute();
   await db.schema.createIndex('password_reset_tokens_user_idx').on('password_reset_tokens').column('user_id').execute();
-  await db.schema.createIndex('password_reset_tokens_expires_idx').on('password_reset_tokens').column('expires_at').execute();
+  await db.schema
+    .createIndex('password_reset_tokens_expires_idx')
+    .on('password_reset_tokens')
+    .column('expires_at')
+    .execute();
   // A password reset revokes every token of the user by user_id (and user deletion cascades by it).
   for (const table of ['access_tokens', 'refresh_tokens', 'authorization_codes']) {
     await db.schema.createIndex(`${table}_user_idx`).on(table).column('user_id').execute();

@@ -6,7 +6,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('users')
     .addColumn('role', 'text', (c) => c.notNull().defaultTo('user').check(sql`role in ('user', 'admin')`))
     .execute();
-  await db.schema.createIndex('users_admin_idx').on('users').column('role').where(sql.ref('role'), '=', 'admin').execute();
+  await db.schema
+    .createIndex('users_admin_idx')
+    .on('users')
+    .column('role')
+    .where(sql.ref('role'), '=', 'admin')
+    .execute();
   await db.schema
     .createTable('admin_setup_tokens')
     .addColumn('token_hash', 'text', (c) => c.primaryKey())

@@ -7,8 +7,15 @@ import { type Kysely, sql } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('email_verification_tokens').addColumn('email', 'text').execute();
   await sql`update email_verification_tokens t set email = u.email from users u where u.id = t.user_id`.execute(db);
-  await db.schema.alterTable('email_verification_tokens').alterColumn('email', (c) => c.setNotNull()).execute();
-  await db.schema.createIndex('email_verification_tokens_user_idx').on('email_verification_tokens').column('user_id').execute();
+  await db.schema
+    .alterTable('email_verification_tokens')
+    .alterColumn('email', (c) => c.setNotNull())
+    .execute();
+  await db.schema
+    .createIndex('email_verification_tokens_user_idx')
+    .on('email_verification_tokens')
+    .column('user_id')
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -14,19 +14,41 @@ export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<
 }
 
 export async function revokeAccessToken(db: Db, tokenHash: string): Promise<void> {
-  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('token_hash', '=', tokenHash).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('token_hash', '=', tokenHash)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /** Access tokens of these sessions (not the offline ones issued by refresh) are revoked. */
 export async function revokeSessionAccessTokens(db: Db, sessionIds: string[]): Promise<void> {
   if (sessionIds.length === 0) return;
-  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('session_id', 'in', sessionIds).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('session_id', 'in', sessionIds)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 export interface BearerRow {
   token: AccessTokenRow;
   /** undefined when the user row is gone. */
-  user: { id: string; email: string; email_verified: boolean; name: string | null; given_name: string | null; family_name: string | null; picture: string | null; permissions: string[]; disabled: boolean } | undefined;
+  user:
+    | {
+        id: string;
+        email: string;
+        email_verified: boolean;
+        name: string | null;
+        given_name: string | null;
+        family_name: string | null;
+        picture: string | null;
+        permissions: string[];
+        disabled: boolean;
+      }
+    | undefined;
   /** null when the application is not in the database (it may be a static one). */
   applicationEnabled: boolean | null;
 }
@@ -38,7 +60,11 @@ export interface BearerRow {
  * sign-out, session expiry (absolute or idle) and admin revocation end it.
  */
 /** Every request to /api/external/* and UserInfo runs this: a prepared statement on PostgreSQL. */
-export async function findBearer(db: Db, tokenHash: string, sessionIdleSeconds: number): Promise<BearerRow | undefined> {
+export async function findBearer(
+  db: Db,
+  tokenHash: string,
+  sessionIdleSeconds: number,
+): Promise<BearerRow | undefined> {
   const query = db
     .selectFrom('access_tokens')
     .innerJoin('grants', 'grants.id', 'access_tokens.grant_id')
@@ -84,11 +110,33 @@ export async function findBearer(db: Db, tokenHash: string, sessionIdleSeconds: 
     .compile();
   const [row] = await executePrepared(db, 'idp_find_bearer', query);
   if (!row) return undefined;
-  const { u_id, u_email, u_email_verified, u_name, u_given_name, u_family_name, u_picture, u_permissions, u_disabled, app_enabled, ...token } = row;
+  const {
+    u_id,
+    u_email,
+    u_email_verified,
+    u_name,
+    u_given_name,
+    u_family_name,
+    u_picture,
+    u_permissions,
+    u_disabled,
+    app_enabled,
+    ...token
+  } = row;
   return {
     token: token as AccessTokenRow,
     user: u_id
-      ? { id: u_id, email: u_email!, email_verified: u_email_verified!, name: u_name ?? null, given_name: u_given_name ?? null, family_name: u_family_name ?? null, picture: u_picture ?? null, permissions: (u_permissions as string[] | null) ?? [], disabled: u_disabled! }
+      ? {
+          id: u_id,
+          email: u_email!,
+          email_verified: u_email_verified!,
+          name: u_name ?? null,
+          given_name: u_given_name ?? null,
+          family_name: u_family_name ?? null,
+          picture: u_picture ?? null,
+          permissions: (u_permissions as string[] | null) ?? [],
+          disabled: u_disabled!,
+        }
       : undefined,
     applicationEnabled: app_enabled ?? null,
   };

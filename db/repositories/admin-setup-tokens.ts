@@ -27,7 +27,13 @@ export async function isSetupTokenLive(db: Db, tokenHash: string): Promise<boole
  * links used at once queue instead of deadlocking. False when this link was not live.
  */
 export async function consumeSetupTokens(trx: Tx, tokenHash: string): Promise<boolean> {
-  await trx.selectFrom('admin_setup_tokens').select('token_hash').where('used_at', 'is', null).orderBy('token_hash').forUpdate().execute();
+  await trx
+    .selectFrom('admin_setup_tokens')
+    .select('token_hash')
+    .where('used_at', 'is', null)
+    .orderBy('token_hash')
+    .forUpdate()
+    .execute();
   const consumed = await trx
     .updateTable('admin_setup_tokens')
     .set({ used_at: sql`now()` })

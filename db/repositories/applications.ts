@@ -25,11 +25,15 @@ export async function listApplicationRows(
 ): Promise<ApplicationRow[]> {
   // Byte order ("C"), the order the service merges static applications in (client ids are ASCII).
   let query = db.selectFrom('applications').selectAll().orderBy(sql`client_id collate "C"`).limit(options.limit);
-  if (options.after !== undefined) query = query.where(sql`client_id collate "C"`, '>', sql`${options.after} collate "C"`);
+  if (options.after !== undefined)
+    query = query.where(sql`client_id collate "C"`, '>', sql`${options.after} collate "C"`);
   if (options.q) {
     const pattern = likePattern(options.q);
     query = query.where((eb) =>
-      eb.or([eb(sql`lower(name)`, 'like', sql`lower(${pattern})`), eb(sql`lower(client_id)`, 'like', sql`lower(${pattern})`)]),
+      eb.or([
+        eb(sql`lower(name)`, 'like', sql`lower(${pattern})`),
+        eb(sql`lower(client_id)`, 'like', sql`lower(${pattern})`),
+      ]),
     );
   }
   return query.execute();

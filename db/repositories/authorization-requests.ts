@@ -18,7 +18,11 @@ export async function insertAuthorizationRequest(
 }
 
 /** A request that is neither completed nor expired, presented by the browser that started it. */
-export async function findPendingAuthorizationRequest(db: Db, id: string, browserHash: string): Promise<AuthorizationRequestRow | undefined> {
+export async function findPendingAuthorizationRequest(
+  db: Db,
+  id: string,
+  browserHash: string,
+): Promise<AuthorizationRequestRow | undefined> {
   return db
     .selectFrom('authorization_requests')
     .selectAll()
@@ -30,7 +34,12 @@ export async function findPendingAuthorizationRequest(db: Db, id: string, browse
 }
 
 /** Records who completed sign-in on a pending request of this browser, in which session. */
-export async function recordRequestSignIn(db: Db, id: string, browserHash: string, who: { userId: string; sessionId: string }): Promise<boolean> {
+export async function recordRequestSignIn(
+  db: Db,
+  id: string,
+  browserHash: string,
+  who: { userId: string; sessionId: string },
+): Promise<boolean> {
   const r = await db
     .updateTable('authorization_requests')
     .set({ login_completed_at: sql`now()`, login_user_id: who.userId, login_session_id: who.sessionId })

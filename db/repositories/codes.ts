@@ -19,7 +19,9 @@ export async function insertAuthorizationCode(
 export async function consumeAuthorizationCode(
   db: Db,
   codeHash: string,
-): Promise<{ code: AuthorizationCodeRow; replayed: false } | { code: AuthorizationCodeRow; replayed: true } | undefined> {
+): Promise<
+  { code: AuthorizationCodeRow; replayed: false } | { code: AuthorizationCodeRow; replayed: true } | undefined
+> {
   const consumed = await db
     .updateTable('authorization_codes')
     .set({ consumed_at: sql`now()` })
@@ -28,6 +30,10 @@ export async function consumeAuthorizationCode(
     .returningAll()
     .executeTakeFirst();
   if (consumed) return { code: consumed, replayed: false };
-  const existing = await db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash).executeTakeFirst();
+  const existing = await db
+    .selectFrom('authorization_codes')
+    .selectAll()
+    .where('code_hash', '=', codeHash)
+    .executeTakeFirst();
   return existing ? { code: existing, replayed: true } : undefined;
 }

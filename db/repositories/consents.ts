@@ -3,7 +3,12 @@ import { sql } from 'kysely';
 import type { Db, Tx } from '../create-db.js';
 
 export async function findConsent(db: Db, userId: string, clientId: string): Promise<string[] | undefined> {
-  const row = await db.selectFrom('consents').select('scopes').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+  const row = await db
+    .selectFrom('consents')
+    .select('scopes')
+    .where('user_id', '=', userId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   return row?.scopes;
 }
 
@@ -14,7 +19,9 @@ export async function upsertConsent(db: Tx, userId: string, clientId: string, sc
   await db
     .insertInto('consents')
     .values({ user_id: userId, client_id: clientId, scopes: JSON.stringify(merged) })
-    .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes: JSON.stringify(merged), updated_at: sql`now()` }))
+    .onConflict((oc) =>
+      oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes: JSON.stringify(merged), updated_at: sql`now()` }),
+    )
     .execute();
 }
 

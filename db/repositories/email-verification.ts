@@ -7,7 +7,15 @@ export type EmailVerificationRow = Selectable<EmailVerificationTokensTable>;
 /** `email` is the address the link is mailed to: the token verifies that address and no other. */
 export async function insertEmailVerificationToken(
   db: Db,
-  row: { token_hash: string; user_id: string; email: string; request_id: string | null; client_id: string | null; redirect_uri: string | null; expires_at: Date },
+  row: {
+    token_hash: string;
+    user_id: string;
+    email: string;
+    request_id: string | null;
+    client_id: string | null;
+    redirect_uri: string | null;
+    expires_at: Date;
+  },
 ): Promise<void> {
   await db.insertInto('email_verification_tokens').values(row).execute();
 }
@@ -16,7 +24,10 @@ export async function insertEmailVerificationToken(
  * Single use, atomically: the first caller gets the row, every later one nothing. A token whose
  * address is no longer the user's address is dead (the address was changed after it was mailed).
  */
-export async function consumeEmailVerificationToken(db: Db, tokenHash: string): Promise<EmailVerificationRow | undefined> {
+export async function consumeEmailVerificationToken(
+  db: Db,
+  tokenHash: string,
+): Promise<EmailVerificationRow | undefined> {
   return db
     .updateTable('email_verification_tokens')
     .set({ used_at: sql`now()` })
@@ -24,7 +35,12 @@ export async function consumeEmailVerificationToken(db: Db, tokenHash: string): 
     .where('used_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
     .where(({ exists, selectFrom }) =>
-      exists(selectFrom('users').select('users.id').whereRef('users.id', '=', 'email_verification_tokens.user_id').whereRef('users.email', '=', 'email_verification_tokens.email')),
+      exists(
+        selectFrom('users')
+          .select('users.id')
+          .whereRef('users.id', '=', 'email_verification_tokens.user_id')
+          .whereRef('users.email', '=', 'email_verification_tokens.email'),
+      ),
     )
     .returningAll()
     .executeTakeFirst();
@@ -46,6 +62,10 @@ export async function markAddressVerified(db: Db, userId: string, email: string)
 
 /** Every outstanding verification link of the user stops working (an e-mail change). Returns how many. */
 export async function deleteUserEmailVerificationTokens(db: Db, userId: string): Promise<number> {
-  const r = await db.deleteFrom('email_verification_tokens').where('user_id', '=', userId).where('used_at', 'is', null).executeTakeFirst();
+  const r = await db
+    .deleteFrom('email_verification_tokens')
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }

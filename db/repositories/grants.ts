@@ -3,15 +3,33 @@
 import { sql } from 'kysely';
 import type { Db, Tx } from '../create-db.js';
 
-export async function insertGrant(db: Db, row: { id: string; user_id: string; client_id: string; scope: string; session_id: string | null; auth_time: Date }) {
+export async function insertGrant(
+  db: Db,
+  row: { id: string; user_id: string; client_id: string; scope: string; session_id: string | null; auth_time: Date },
+) {
   await db.insertInto('grants').values(row).execute();
 }
 
 /** RFC 6749 §4.1.2: a replayed code revokes every token issued from its grant. */
 export async function revokeGrant(db: Tx, grantId: string): Promise<void> {
-  await db.updateTable('grants').set({ revoked_at: sql`now()` }).where('id', '=', grantId).where('revoked_at', 'is', null).execute();
-  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
-  await db.updateTable('refresh_tokens').set({ revoked_at: sql`now()` }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('grants')
+    .set({ revoked_at: sql`now()` })
+    .where('id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('grant_id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  await db
+    .updateTable('refresh_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('grant_id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 export async function listUserGrants(db: Db, userId: string) {
@@ -19,7 +37,11 @@ export async function listUserGrants(db: Db, userId: string) {
 }
 
 /** Grants of the user (all, one, or those of some sessions) that are still live. */
-export async function liveGrantIds(db: Db, userId: string, filter: { grantId?: string; sessionIds?: string[] } = {}): Promise<string[]> {
+export async function liveGrantIds(
+  db: Db,
+  userId: string,
+  filter: { grantId?: string; sessionIds?: string[] } = {},
+): Promise<string[]> {
   let q = db.selectFrom('grants').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null);
   if (filter.grantId) q = q.where('id', '=', filter.grantId);
   if (filter.sessionIds) {
@@ -34,9 +56,24 @@ export async function liveGrantIds(db: Db, userId: string, filter: { grantId?: s
  * included), and codes not yet exchanged. Returns how many live grants were revoked.
  */
 export async function revokeAllUserTokens(db: Tx, userId: string): Promise<number> {
-  const grants = await db.updateTable('grants').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).executeTakeFirst();
-  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
-  await db.updateTable('refresh_tokens').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  const grants = await db
+    .updateTable('grants')
+    .set({ revoked_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  await db
+    .updateTable('refresh_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .execute();
   await db.deleteFrom('authorization_codes').where('user_id', '=', userId).where('consumed_at', 'is', null).execute();
   return Number(grants.numUpdatedRows);
 }

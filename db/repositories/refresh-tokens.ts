@@ -8,7 +8,16 @@ export type RefreshTokenRow = Selectable<RefreshTokensTable>;
 
 export async function insertRefreshToken(
   db: Db,
-  row: { id: string; token_hash: string; grant_id: string; client_id: string; user_id: string; scope: string; expires_at: Date; absolute_expires_at: Date },
+  row: {
+    id: string;
+    token_hash: string;
+    grant_id: string;
+    client_id: string;
+    user_id: string;
+    scope: string;
+    expires_at: Date;
+    absolute_expires_at: Date;
+  },
 ): Promise<void> {
   await db.insertInto('refresh_tokens').values(row).execute();
 }
@@ -19,7 +28,11 @@ export async function lockRefreshToken(db: Tx, tokenHash: string) {
     .selectFrom('refresh_tokens')
     .innerJoin('grants', 'grants.id', 'refresh_tokens.grant_id')
     .selectAll('refresh_tokens')
-    .select(['grants.revoked_at as grant_revoked_at', 'grants.scope as grant_scope', 'grants.auth_time as grant_auth_time'])
+    .select([
+      'grants.revoked_at as grant_revoked_at',
+      'grants.scope as grant_scope',
+      'grants.auth_time as grant_auth_time',
+    ])
     .where('refresh_tokens.token_hash', '=', tokenHash)
     .forUpdate('refresh_tokens')
     .executeTakeFirst();
@@ -32,7 +45,12 @@ export async function markRefreshTokenUsed(
 ): Promise<void> {
   await db
     .updateTable('refresh_tokens')
-    .set({ used_at: sql`now()`, successor_hash: successor.hash, successor_sealed: successor.sealed, successor_access_sealed: successor.accessSealed })
+    .set({
+      used_at: sql`now()`,
+      successor_hash: successor.hash,
+      successor_sealed: successor.sealed,
+      successor_access_sealed: successor.accessSealed,
+    })
     .where('token_hash', '=', tokenHash)
     .execute();
 }
@@ -42,16 +60,31 @@ export async function findRefreshTokenByHash(db: Db, tokenHash: string): Promise
 }
 
 /** Revokes every token of a grant family issued to this client, for RFC 7009 refresh revocation. */
-export async function revokeRefreshFamily(db: Tx, refreshHash: string, clientId: string): Promise<{ grantId: string; userId: string } | undefined> {
-  const row = await db.selectFrom('refresh_tokens').select(['grant_id', 'user_id', 'client_id']).where('token_hash', '=', refreshHash).executeTakeFirst();
+export async function revokeRefreshFamily(
+  db: Tx,
+  refreshHash: string,
+  clientId: string,
+): Promise<{ grantId: string; userId: string } | undefined> {
+  const row = await db
+    .selectFrom('refresh_tokens')
+    .select(['grant_id', 'user_id', 'client_id'])
+    .where('token_hash', '=', refreshHash)
+    .executeTakeFirst();
   if (!row || row.client_id !== clientId) return undefined;
   await revokeGrant(db, row.grant_id);
   return { grantId: row.grant_id, userId: row.user_id };
 }
 
 /** The refresh token's family, revoked whatever client it belongs to (the cookie logout has no client_id). */
-export async function revokeRefreshFamilyByHash(db: Tx, refreshHash: string): Promise<{ grantId: string; userId: string; clientId: string } | undefined> {
-  const row = await db.selectFrom('refresh_tokens').select(['grant_id', 'user_id', 'client_id']).where('token_hash', '=', refreshHash).executeTakeFirst();
+export async function revokeRefreshFamilyByHash(
+  db: Tx,
+  refreshHash: string,
+): Promise<{ grantId: string; userId: string; clientId: string } | undefined> {
+  const row = await db
+    .selectFrom('refresh_tokens')
+    .select(['grant_id', 'user_id', 'client_id'])
+    .where('token_hash', '=', refreshHash)
+    .executeTakeFirst();
   if (!row) return undefined;
   await revokeGrant(db, row.grant_id);
   return { grantId: row.grant_id, userId: row.user_id, clientId: row.client_id };

@@ -6,7 +6,15 @@ export type { SessionRow };
 
 export async function insertSession(
   db: Db,
-  row: { id: string; token_hash: string; user_id: string; auth_time: Date; expires_at: Date; ip: string | null; user_agent: string | null },
+  row: {
+    id: string;
+    token_hash: string;
+    user_id: string;
+    auth_time: Date;
+    expires_at: Date;
+    ip: string | null;
+    user_agent: string | null;
+  },
 ): Promise<SessionRow> {
   return db.insertInto('sessions').values(row).returningAll().executeTakeFirstOrThrow();
 }
@@ -30,7 +38,12 @@ export async function touchLiveSession(
     .returningAll()
     .executeTakeFirst();
   if (!session) return undefined;
-  const user = await db.selectFrom('users').selectAll().where('id', '=', session.user_id).where('disabled', '=', false).executeTakeFirst();
+  const user = await db
+    .selectFrom('users')
+    .selectAll()
+    .where('id', '=', session.user_id)
+    .where('disabled', '=', false)
+    .executeTakeFirst();
   return user ? { session, user } : undefined;
 }
 
@@ -50,7 +63,11 @@ export async function listUserSessions(db: Db, userId: string): Promise<SessionR
 
 /** Revokes the user's live sessions (one, or all); returns the ids revoked. */
 export async function revokeUserSessions(db: Db, userId: string, sessionId?: string): Promise<string[]> {
-  let q = db.updateTable('sessions').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+  let q = db
+    .updateTable('sessions')
+    .set({ revoked_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null);
   if (sessionId) q = q.where('id', '=', sessionId);
   return (await q.returning('id').execute()).map((r) => r.id);
 }

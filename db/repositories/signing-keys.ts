@@ -24,7 +24,10 @@ export async function lockAllKeys(db: Db): Promise<SigningKeyRow[]> {
   return db.selectFrom('signing_keys').selectAll().orderBy('created_at').forUpdate().execute();
 }
 
-export async function insertKey(db: Db, row: { kid: string; alg: string; state: 'next' | 'current'; public_jwk: string; private_jwk: string }): Promise<void> {
+export async function insertKey(
+  db: Db,
+  row: { kid: string; alg: string; state: 'next' | 'current'; public_jwk: string; private_jwk: string },
+): Promise<void> {
   await db
     .insertInto('signing_keys')
     .values({ ...row, ...(row.state === 'current' ? { activated_at: sql`now()` as unknown as Date } : {}) })
@@ -34,7 +37,11 @@ export async function insertKey(db: Db, row: { kid: string; alg: string; state: 
 export async function setKeyState(db: Db, kid: string, state: 'current' | 'retired'): Promise<void> {
   await db
     .updateTable('signing_keys')
-    .set(state === 'current' ? { state, activated_at: sql`now()` as unknown as Date } : { state, retired_at: sql`now()` as unknown as Date })
+    .set(
+      state === 'current'
+        ? { state, activated_at: sql`now()` as unknown as Date }
+        : { state, retired_at: sql`now()` as unknown as Date },
+    )
     .where('kid', '=', kid)
     .execute();
 }

@@ -24,12 +24,14 @@ export async function lockUserById(db: Db, id: string): Promise<UserRow | undefi
 }
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    // lower() on both sides: JavaScript and PostgreSQL case mappings differ (final sigma, dotted I).
-    .where(sql`lower(email)`, '=', sql`lower(${email})`)
-    .executeTakeFirst();
+  return (
+    db
+      .selectFrom('users')
+      .selectAll()
+      // lower() on both sides: JavaScript and PostgreSQL case mappings differ (final sigma, dotted I).
+      .where(sql`lower(email)`, '=', sql`lower(${email})`)
+      .executeTakeFirst()
+  );
 }
 
 export async function listUserRows(
@@ -39,7 +41,8 @@ export async function listUserRows(
   // Byte order ("C") for a stable order whatever the database's collation; the cursor is the last
   // e-mail as stored, compared with the same expression. Ties on lower(email) cannot happen (unique).
   let query = db.selectFrom('users').selectAll().orderBy(sql`lower(email) collate "C"`).limit(options.limit);
-  if (options.after !== undefined) query = query.where(sql`lower(email) collate "C"`, '>', sql`lower(${options.after}) collate "C"`);
+  if (options.after !== undefined)
+    query = query.where(sql`lower(email) collate "C"`, '>', sql`lower(${options.after}) collate "C"`);
   if (options.q) {
     const pattern = likePattern(options.q);
     query = query.where((eb) =>

@@ -46,7 +46,17 @@ function previewable(url: string | null | undefined): boolean {
   return Boolean(url && /^https:\/\/[^\s"'<>]+$/.test(url));
 }
 
-function field(o: { name: string; label: string; value?: string | null | undefined; type?: string; error?: string | undefined; hint?: string; required?: boolean; textarea?: boolean; autocomplete?: string }): Html {
+function field(o: {
+  name: string;
+  label: string;
+  value?: string | null | undefined;
+  type?: string;
+  error?: string | undefined;
+  hint?: string;
+  required?: boolean;
+  textarea?: boolean;
+  autocomplete?: string;
+}): Html {
   const id = `f-${o.name}`;
   const described = [o.hint ? `${id}-hint` : '', o.error ? `${id}-error` : ''].filter(Boolean).join(' ');
   const aria = html`${described ? html` aria-describedby="${described}"` : ''}${o.error ? html` aria-invalid="true"` : ''}${o.required ? html` required` : ''}`;
@@ -66,12 +76,17 @@ export function layout(
 ): string {
   const f = o.frame;
   const adminPath = f ? f.adminPath : o.adminPath;
-  const nav = (path: string, label: string) => html`<a href="${adminPath}/${path}"${o.current === path ? html` aria-current="page"` : ''}>${label}</a>`;
+  const nav = (path: string, label: string) =>
+    html`<a href="${adminPath}/${path}"${o.current === path ? html` aria-current="page"` : ''}>${label}</a>`;
   return htmlDocument({
     title: `${o.title} · Admin`,
     stylesheet: `${adminPath}/assets/admin.css`,
-    body: html`${f ? html`<header class="top"><strong>idp admin</strong><nav class="row">${nav('applications', 'Applications')}${nav('users', 'Users')}${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
-<span class="who">${f.email}</span>${postButton({ action: `${f.adminPath}/sign-out`, csrf: f.csrf, label: 'Sign out' })}</header>` : ''}
+    body: html`${
+      f
+        ? html`<header class="top"><strong>idp admin</strong><nav class="row">${nav('applications', 'Applications')}${nav('users', 'Users')}${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
+<span class="who">${f.email}</span>${postButton({ action: `${f.adminPath}/sign-out`, csrf: f.csrf, label: 'Sign out' })}</header>`
+        : ''
+    }
 <main>
 ${f?.notice ? html`<p class="notice" role="status">${f.notice}</p>` : ''}
 ${o.body}
@@ -79,10 +94,12 @@ ${o.body}
   });
 }
 
-
 // Applications
 
-export function applicationList(frame: Frame, o: { items: Application[]; q: string | undefined; nextCursor?: string | undefined; staticSource: string | undefined }): string {
+export function applicationList(
+  frame: Frame,
+  o: { items: Application[]; q: string | undefined; nextCursor?: string | undefined; staticSource: string | undefined },
+): string {
   const p = frame.adminPath;
   return layout({
     title: 'Applications',
@@ -123,7 +140,10 @@ export function formFromApplication(a: Application): ApplicationForm {
   };
 }
 
-export function applicationForm(frame: Frame, o: { app?: Application; values: ApplicationForm; errors?: Errors; formError?: string }): string {
+export function applicationForm(
+  frame: Frame,
+  o: { app?: Application; values: ApplicationForm; errors?: Errors; formError?: string },
+): string {
   const p = frame.adminPath;
   const e = o.errors ?? {};
   const editing = Boolean(o.app);
@@ -158,7 +178,10 @@ export function applicationView(frame: Frame, o: { app: Application; staticSourc
   const p = frame.adminPath;
   const a = o.app;
   const base = `${p}/applications/${encodeURIComponent(a.clientId)}`;
-  const list = (items: string[]) => (items.length ? html`<ul>${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>` : html`<span class="muted">none</span>`);
+  const list = (items: string[]) =>
+    items.length
+      ? html`<ul>${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>`
+      : html`<span class="muted">none</span>`;
   return layout({
     title: a.clientName,
     frame,
@@ -175,15 +198,22 @@ ${a.source === 'static' ? html`<p class="notice">Static application from ${o.sta
 <tr><th>Allowed scopes</th><td>${a.allowedScopes.join(' ')}</td></tr>
 <tr><th>Created</th><td>${a.createdAt ?? ''}</td></tr>
 </tbody></table>
-${a.source === 'database' ? html`<div class="row"><a class="button" href="${base}/edit">Edit</a>
+${
+  a.source === 'database'
+    ? html`<div class="row"><a class="button" href="${base}/edit">Edit</a>
 ${postButton({ action: `${base}/${a.enabled ? 'disable' : 'enable'}`, csrf: frame.csrf, label: a.enabled ? 'Disable' : 'Enable', className: 'secondary' })}
 <a class="button secondary" href="${base}/created">Integration snippet</a>
-<a class="button secondary" href="${base}/delete">Delete…</a></div>` : html`<p><a class="button secondary" href="${base}/created">Integration snippet</a></p>`}
+<a class="button secondary" href="${base}/delete">Delete…</a></div>`
+    : html`<p><a class="button secondary" href="${base}/created">Integration snippet</a></p>`
+}
 </section>`,
   });
 }
 
-export function applicationCreated(frame: Frame, o: { app: Application; issuer: string; justCreated: boolean }): string {
+export function applicationCreated(
+  frame: Frame,
+  o: { app: Application; issuer: string; justCreated: boolean },
+): string {
   const a = o.app;
   const redirectUri = a.redirectUris[0] ?? 'https://app.example.com/callback';
   const scope = a.allowedScopes.filter((s) => s !== 'permissions').join(' ');
@@ -241,7 +271,10 @@ const tokens = await oauth.processAuthorizationCodeResponse(as, client, response
   });
 }
 
-export function confirmPage(frame: Frame, o: { title: string; message: string; action: string; button: string; current: string; back: string }): string {
+export function confirmPage(
+  frame: Frame,
+  o: { title: string; message: string; action: string; button: string; current: string; back: string },
+): string {
   return layout({
     title: o.title,
     frame,
@@ -253,7 +286,10 @@ export function confirmPage(frame: Frame, o: { title: string; message: string; a
 
 // Users
 
-export function userList(frame: Frame, o: { items: User[]; q: string | undefined; nextCursor?: string | undefined }): string {
+export function userList(
+  frame: Frame,
+  o: { items: User[]; q: string | undefined; nextCursor?: string | undefined },
+): string {
   const p = frame.adminPath;
   return layout({
     title: 'Users',
@@ -274,7 +310,14 @@ export function userView(
   frame: Frame,
   o: {
     user: User;
-    sessions: Array<{ id: string; createdAt: string; lastSeenAt: string; active: boolean; ip: string | null; userAgent: string | null }>;
+    sessions: Array<{
+      id: string;
+      createdAt: string;
+      lastSeenAt: string;
+      active: boolean;
+      ip: string | null;
+      userAgent: string | null;
+    }>;
     grants: Array<{ id: string; clientId: string; scope: string; createdAt: string; revokedAt: string | null }>;
   },
 ): string {
@@ -316,7 +359,20 @@ ${grants.map((g) => html`<tr><td><a href="${frame.adminPath}/applications/${enco
 
 // Keys and audit
 
-export function keysPage(frame: Frame, o: { keys: Array<{ kid: string; alg: string; state: string; createdAt: string; activatedAt: string | null; retiredAt: string | null }>; error?: string | undefined }): string {
+export function keysPage(
+  frame: Frame,
+  o: {
+    keys: Array<{
+      kid: string;
+      alg: string;
+      state: string;
+      createdAt: string;
+      activatedAt: string | null;
+      retiredAt: string | null;
+    }>;
+    error?: string | undefined;
+  },
+): string {
   return layout({
     title: 'Signing keys',
     frame,
@@ -331,10 +387,24 @@ ${o.keys.map((k) => html`<tr><td><code>${k.kid}</code></td><td>${k.alg}</td><td>
   });
 }
 
-export function auditPage(frame: Frame, o: { items: AuditEvent[]; filters: Record<string, string | undefined>; nextCursor?: string | undefined; types: string[]; error?: string | undefined }): string {
+export function auditPage(
+  frame: Frame,
+  o: {
+    items: AuditEvent[];
+    filters: Record<string, string | undefined>;
+    nextCursor?: string | undefined;
+    types: string[];
+    error?: string | undefined;
+  },
+): string {
   const p = frame.adminPath;
   const f = o.filters;
-  const next = o.nextCursor ? new URLSearchParams({ ...(Object.fromEntries(Object.entries(f).filter(([, v]) => v)) as Record<string, string>), cursor: o.nextCursor }).toString() : undefined;
+  const next = o.nextCursor
+    ? new URLSearchParams({
+        ...(Object.fromEntries(Object.entries(f).filter(([, v]) => v)) as Record<string, string>),
+        cursor: o.nextCursor,
+      }).toString()
+    : undefined;
   return layout({
     title: 'Audit log',
     frame,
@@ -360,7 +430,10 @@ ${next ? html`<p><a href="${p}/audit?${next}">Older events</a></p>` : ''}
 
 // Pages outside the signed-in frame
 
-export function setupPage(adminPath: string, o: { token: string; csrf: string; values?: { email?: string; name?: string }; errors?: Errors; formError?: string }): string {
+export function setupPage(
+  adminPath: string,
+  o: { token: string; csrf: string; values?: { email?: string; name?: string }; errors?: Errors; formError?: string },
+): string {
   const e = o.errors ?? {};
   return layout({
     adminPath,
@@ -379,7 +452,10 @@ ${field({ name: 'confirmPassword', label: 'Repeat the password', type: 'password
   });
 }
 
-export function messagePage(adminPath: string, o: { title: string; message: string; link?: { href: string; text: string } }): string {
+export function messagePage(
+  adminPath: string,
+  o: { title: string; message: string; link?: { href: string; text: string } },
+): string {
   return layout({
     adminPath,
     title: o.title,

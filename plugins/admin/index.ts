@@ -29,7 +29,10 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   app.addHook('onRequest', adminAuth);
   // Unknown admin paths authenticate first, so an anonymous caller cannot map the routes.
   app.setNotFoundHandler({ preHandler: adminAuth }, async (request, reply) =>
-    reply.code(404).header('cache-control', 'no-store').send({ error: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}` }),
+    reply
+      .code(404)
+      .header('cache-control', 'no-store')
+      .send({ error: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}` }),
   );
   app.addHook('onSend', async (_request, reply) => {
     reply.header('cache-control', 'no-store');
@@ -59,10 +62,19 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   );
   app.patch(
     '/applications/:clientId',
-    { schema: { params: ClientIdParamsSchema, body: ApplicationUpdateSchema, response: { 200: ApplicationSchema, ...errors } } },
+    {
+      schema: {
+        params: ClientIdParamsSchema,
+        body: ApplicationUpdateSchema,
+        response: { 200: ApplicationSchema, ...errors },
+      },
+    },
     async (request) => applications.update(request.params.clientId, request.body, context(request)),
   );
-  for (const [action, enabled] of [['enable', true], ['disable', false]] as const) {
+  for (const [action, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
     app.post(
       `/applications/:clientId/${action}`,
       { schema: { params: ClientIdParamsSchema, response: { 200: ApplicationSchema, ...errors } } },
@@ -79,14 +91,29 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   );
 
   // Signing keys
-  const KeyList = Type.Object({ items: Type.Array(Type.Object({
-    kid: Type.String(), alg: Type.String(), state: Type.Union([Type.Literal('next'), Type.Literal('current'), Type.Literal('retired')]),
-    createdAt: Type.String(), activatedAt: Type.Union([Type.String(), Type.Null()]), retiredAt: Type.Union([Type.String(), Type.Null()]),
-  })) });
-  app.get('/keys', { schema: { response: { 200: KeyList, ...errors } } }, async () => ({ items: await app.services.signingKeys.list() }));
+  const KeyList = Type.Object({
+    items: Type.Array(
+      Type.Object({
+        kid: Type.String(),
+        alg: Type.String(),
+        state: Type.Union([Type.Literal('next'), Type.Literal('current'), Type.Literal('retired')]),
+        createdAt: Type.String(),
+        activatedAt: Type.Union([Type.String(), Type.Null()]),
+        retiredAt: Type.Union([Type.String(), Type.Null()]),
+      }),
+    ),
+  });
+  app.get('/keys', { schema: { response: { 200: KeyList, ...errors } } }, async () => ({
+    items: await app.services.signingKeys.list(),
+  }));
   app.post(
     '/keys/rotate',
-    { schema: { body: Type.Optional(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })), response: { 200: KeyList, ...errors } } },
+    {
+      schema: {
+        body: Type.Optional(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+        response: { 200: KeyList, ...errors },
+      },
+    },
     async (request) => {
       const items = await app.services.signingKeys.rotate(context(request), { force: request.body?.force ?? false });
       app.services.keys.invalidate();
@@ -95,7 +122,12 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   );
   app.post(
     '/keys/:kid/retire',
-    { schema: { params: Type.Object({ kid: Type.String({ minLength: 1, maxLength: 128 }) }), response: { 200: KeyList, ...errors } } },
+    {
+      schema: {
+        params: Type.Object({ kid: Type.String({ minLength: 1, maxLength: 128 }) }),
+        response: { 200: KeyList, ...errors },
+      },
+    },
     async (request) => {
       const items = await app.services.signingKeys.retire(request.params.kid, context(request));
       app.services.keys.invalidate();
@@ -135,7 +167,10 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     { schema: { params: UserIdParamsSchema, body: UserUpdateSchema, response: { 200: UserSchema, ...errors } } },
     async (request) => users.update(request.params.id, request.body, context(request)),
   );
-  for (const [action, disabled] of [['enable', false], ['disable', true]] as const) {
+  for (const [action, disabled] of [
+    ['enable', false],
+    ['disable', true],
+  ] as const) {
     app.post(
       `/users/:id/${action}`,
       { schema: { params: UserIdParamsSchema, response: { 200: UserSchema, ...errors } } },
@@ -144,37 +179,85 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   }
   // A user's sessions and grants
   const Nullable = Type.Union([Type.String(), Type.Null()]);
-  const SessionList = Type.Object({ items: Type.Array(Type.Object({
-    id: Type.String(), authTime: Type.String(), createdAt: Type.String(), lastSeenAt: Type.String(), expiresAt: Type.String(),
-    revokedAt: Nullable, active: Type.Boolean(), ip: Nullable, userAgent: Nullable,
-  })) });
-  const GrantList = Type.Object({ items: Type.Array(Type.Object({
-    id: Type.String(), clientId: Type.String(), scope: Type.String(), sessionId: Nullable, createdAt: Type.String(), revokedAt: Nullable,
-  })) });
+  const SessionList = Type.Object({
+    items: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        authTime: Type.String(),
+        createdAt: Type.String(),
+        lastSeenAt: Type.String(),
+        expiresAt: Type.String(),
+        revokedAt: Nullable,
+        active: Type.Boolean(),
+        ip: Nullable,
+        userAgent: Nullable,
+      }),
+    ),
+  });
+  const GrantList = Type.Object({
+    items: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        clientId: Type.String(),
+        scope: Type.String(),
+        sessionId: Nullable,
+        createdAt: Type.String(),
+        revokedAt: Nullable,
+      }),
+    ),
+  });
   const Counts = Type.Object({ sessions: Type.Optional(Type.Integer()), grants: Type.Integer() });
-  app.get('/users/:id/sessions', { schema: { params: UserIdParamsSchema, response: { 200: SessionList, ...errors } } }, async (request) => ({
-    items: await app.services.access.listSessions(request.params.id),
-  }));
-  app.post('/users/:id/sessions/revoke', { schema: { params: UserIdParamsSchema, response: { 200: Counts, ...errors } } }, async (request) =>
-    app.services.access.revokeSessions(request.params.id, context(request)),
+  app.get(
+    '/users/:id/sessions',
+    { schema: { params: UserIdParamsSchema, response: { 200: SessionList, ...errors } } },
+    async (request) => ({
+      items: await app.services.access.listSessions(request.params.id),
+    }),
+  );
+  app.post(
+    '/users/:id/sessions/revoke',
+    { schema: { params: UserIdParamsSchema, response: { 200: Counts, ...errors } } },
+    async (request) => app.services.access.revokeSessions(request.params.id, context(request)),
   );
   app.delete(
     '/users/:id/sessions/:sessionId',
-    { schema: { params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 320 }), sessionId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 204: Type.Null(), ...errors } } },
+    {
+      schema: {
+        params: Type.Object({
+          id: Type.String({ minLength: 1, maxLength: 320 }),
+          sessionId: Type.String({ minLength: 1, maxLength: 64 }),
+        }),
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
     async (request, reply) => {
       await app.services.access.revokeSessions(request.params.id, context(request), request.params.sessionId);
       return reply.code(204).send(null);
     },
   );
-  app.get('/users/:id/grants', { schema: { params: UserIdParamsSchema, response: { 200: GrantList, ...errors } } }, async (request) => ({
-    items: await app.services.access.listGrants(request.params.id),
-  }));
-  app.post('/users/:id/grants/revoke', { schema: { params: UserIdParamsSchema, response: { 200: Counts, ...errors } } }, async (request) =>
-    app.services.access.revokeGrants(request.params.id, context(request)),
+  app.get(
+    '/users/:id/grants',
+    { schema: { params: UserIdParamsSchema, response: { 200: GrantList, ...errors } } },
+    async (request) => ({
+      items: await app.services.access.listGrants(request.params.id),
+    }),
+  );
+  app.post(
+    '/users/:id/grants/revoke',
+    { schema: { params: UserIdParamsSchema, response: { 200: Counts, ...errors } } },
+    async (request) => app.services.access.revokeGrants(request.params.id, context(request)),
   );
   app.delete(
     '/users/:id/grants/:grantId',
-    { schema: { params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 320 }), grantId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 204: Type.Null(), ...errors } } },
+    {
+      schema: {
+        params: Type.Object({
+          id: Type.String({ minLength: 1, maxLength: 320 }),
+          grantId: Type.String({ minLength: 1, maxLength: 64 }),
+        }),
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
     async (request, reply) => {
       await app.services.access.revokeGrants(request.params.id, context(request), request.params.grantId);
       return reply.code(204).send(null);

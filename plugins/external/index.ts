@@ -11,7 +11,11 @@ const externalPlugin: FastifyPluginAsyncTypebox = async (app) => {
   app.setErrorHandler(externalErrors());
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'NOT_FOUND' }));
   // Browser CORS: preflight for every external path; actual answers readable by the token's client's origins.
-  app.options('/*', { schema: { hide: true, response: { 204: NoContent('CORS preflight') } } as never }, async (request, reply) => app.cors.preflight(request, reply));
+  app.options(
+    '/*',
+    { schema: { hide: true, response: { 204: NoContent('CORS preflight') } } as never },
+    async (request, reply) => app.cors.preflight(request, reply),
+  );
   app.addHook('onSend', async (request, reply) => {
     if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
   });

@@ -4,7 +4,6 @@ import Type from 'typebox';
 import { claimsFor } from '../../src/oauth/claims.js';
 import { ClaimsSchema as Claims } from '../../schemas/oauth.js';
 
-
 const meRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/me',

@@ -41,7 +41,8 @@ const TWO_WAYS = 'the access token must be sent one way only, in the Authorizati
 
 /** `access_token` in the query string or the form body, next to the Authorization header. */
 function tokenAlsoElsewhere(request: FastifyRequest): boolean {
-  const has = (o: unknown) => typeof o === 'object' && o !== null && Object.prototype.hasOwnProperty.call(o, 'access_token');
+  const has = (o: unknown) =>
+    typeof o === 'object' && o !== null && Object.prototype.hasOwnProperty.call(o, 'access_token');
   const formBody = /^application\/x-www-form-urlencoded/i.test(String(request.headers['content-type'] ?? ''));
   return has(request.query) || (formBody && has(request.body));
 }
@@ -49,7 +50,11 @@ function tokenAlsoElsewhere(request: FastifyRequest): boolean {
 export default fp(
   async function bearerAuth(app: FastifyInstance, { config }: { config: Config }) {
     app.decorateRequest('bearer', undefined);
-    const bearers = createBearerService({ db: app.db, sessionIdleSeconds: config.ttl.sessionIdle, staticApplications: app.staticApplications });
+    const bearers = createBearerService({
+      db: app.db,
+      sessionIdleSeconds: config.ttl.sessionIdle,
+      staticApplications: app.staticApplications,
+    });
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
       // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.
@@ -62,7 +67,8 @@ export default fp(
     function hook(required: string[], twoWays: (reply: FastifyReply) => FastifyReply) {
       return async function requireScopes(request: FastifyRequest, reply: FastifyReply) {
         // A Bearer header plus a token elsewhere: refused without looking either up.
-        if (/^Bearer(\s|$)/i.test(request.headers.authorization ?? '') && tokenAlsoElsewhere(request)) return twoWays(reply.header('cache-control', 'no-store'));
+        if (/^Bearer(\s|$)/i.test(request.headers.authorization ?? '') && tokenAlsoElsewhere(request))
+          return twoWays(reply.header('cache-control', 'no-store'));
         const result = await authenticate(request);
         if (result === 'missing' || result === 'invalid') return unauthorized(reply, result === 'invalid');
         request.bearer = result;
@@ -81,7 +87,12 @@ export default fp(
     }
 
     app.decorate('requireScopes', (...required: string[]) =>
-      hook(required, (reply) => reply.code(401).header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`).send({ error: 'UNAUTHORIZED' })),
+      hook(required, (reply) =>
+        reply
+          .code(401)
+          .header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`)
+          .send({ error: 'UNAUTHORIZED' }),
+      ),
     );
     app.decorate('requireUserInfoScopes', (...required: string[]) =>
       hook(required, (reply) =>

@@ -55,7 +55,11 @@ export default fp(
       const listener = app.database.listen(APPLICATIONS_CHANNEL, {
         onMessage: invalidate,
         onReconnect: invalidate,
-        onError: (error) => app.log.warn({ err: error }, 'CORS origin listener lost its connection; retrying (the cache expiry still applies)'),
+        onError: (error) =>
+          app.log.warn(
+            { err: error },
+            'CORS origin listener lost its connection; retrying (the cache expiry still applies)',
+          ),
       });
       app.addHook('onClose', async () => listener.stop());
       // Listening before serving, so no change can slip between start and the first LISTEN.
@@ -87,7 +91,8 @@ export default fp(
         const clientId = request.corsClient?.clientId ?? request.corsClientId;
         if (clientId) {
           const client = request.corsClient ?? (await app.services.applications.find(clientId).catch(() => undefined));
-          if (client?.enabled && client.allowedWebOrigins.includes(origin)) reply.header('access-control-allow-origin', origin);
+          if (client?.enabled && client.allowedWebOrigins.includes(origin))
+            reply.header('access-control-allow-origin', origin);
           return;
         }
         // No client known (a 401 for an unknown token, say): registered origins may read the error, so an

@@ -150,9 +150,11 @@ export function userinfoErrors(): ErrorHandler {
     const status = statusOf(error);
     if (status >= 400 && status < 500) {
       const description =
-        status === 413 ? 'the request body is too large'
-        : status === 415 ? 'send no body, or an application/x-www-form-urlencoded one'
-        : 'the request is malformed';
+        status === 413
+          ? 'the request body is too large'
+          : status === 415
+            ? 'send no body, or an application/x-www-form-urlencoded one'
+            : 'the request is malformed';
       return noStoreJson(reply, status, { error: 'invalid_request', error_description: description });
     }
     request.log.error({ err: error }, 'unexpected error in userinfo');

@@ -14,7 +14,12 @@ import { createMailer, type Mailer } from '../../src/mail/mailer.js';
 import { createGrants, type Grant } from '../../src/services/grants.js';
 import { createTokenIssuer } from '../../src/services/token-issuer.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
-import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS, type SigningKeyService } from '../../src/services/signing-keys.js';
+import {
+  createSigningKeyService,
+  JWKS_MAX_AGE_SECONDS,
+  KEYS_REFRESH_SECONDS,
+  type SigningKeyService,
+} from '../../src/services/signing-keys.js';
 import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js';
 import { createRecoveryService, passwordChangedNotice, type RecoveryService } from '../../src/services/recovery.js';
 import { createAdminSetupService, type AdminSetupService } from '../../src/services/admin-setup.js';
@@ -72,12 +77,30 @@ export default fp(
       onGenerated: (kid) => app.log.info({ kid }, 'generated the first signing key'),
     });
     await keys.init();
-    const signingKeys = createSigningKeyService({ db: app.db, secretKey: config.secretKey, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS, refreshSeconds: KEYS_REFRESH_SECONDS });
+    const signingKeys = createSigningKeyService({
+      db: app.db,
+      secretKey: config.secretKey,
+      jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS,
+      refreshSeconds: KEYS_REFRESH_SECONDS,
+    });
     // A next key is always published ahead of its use, so that a rotation never surprises a verifier.
     await signingKeys.ensureNext();
     keys.invalidate();
-    const mailer = givenMailer ?? createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log, retryDelaysMs: config.mailRetryDelaysMs, logLinks: config.env !== 'production' });
-    const sessions = createSessionService({ db: app.db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
+    const mailer =
+      givenMailer ??
+      createMailer({
+        smtpUrl: config.smtpUrl,
+        from: config.mailFrom,
+        dataDir: config.dataDir,
+        log: app.log,
+        retryDelaysMs: config.mailRetryDelaysMs,
+        logLinks: config.env !== 'production',
+      });
+    const sessions = createSessionService({
+      db: app.db,
+      ttlSeconds: config.ttl.session,
+      idleSeconds: config.ttl.sessionIdle,
+    });
     const accounts = createAccountService({ db: app.db, config, sessions, mailer });
     const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
@@ -100,7 +123,11 @@ export default fp(
       cleanup,
       mailer,
     };
-    const endSession = createEndSessionService({ issuer: config.issuer, keys, applications: app.services.applications });
+    const endSession = createEndSessionService({
+      issuer: config.issuer,
+      keys,
+      applications: app.services.applications,
+    });
     Object.assign(app.services, added, { endSession });
 
     app.decorate('sessionCookieName', cookieName);
@@ -127,7 +154,13 @@ export default fp(
     // One secret serves every tab; it is renewed with each authorize. SameSite=Lax at most, so that it
     // is sent on the top-level navigation back from the application's site (None when configured).
     const bindingCookie = config.cookieSecure ? '__Host-idp.authz' : 'idp.authz';
-    const bindingAttributes = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite === 'none' ? 'none' : 'lax', maxAge: config.ttl.consentRequest } as const;
+    const bindingAttributes = {
+      path: '/',
+      httpOnly: true,
+      secure: config.cookieSecure,
+      sameSite: config.cookieSameSite === 'none' ? 'none' : 'lax',
+      maxAge: config.ttl.consentRequest,
+    } as const;
     const browserBinding = (request: FastifyRequest) => {
       const value = request.cookies?.[bindingCookie];
       return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;

@@ -53,7 +53,12 @@ declare module 'fastify' {
      * Counts a hit for this rule and key; throws RateLimitError (429, Retry-After set) over the limit.
      * Key IP rules by ipKey(request.ip). `message` words the refusal (it gets the seconds to wait).
      */
-    rateLimit(reply: FastifyReply, rule: RateLimitRule, key: string, message?: (seconds: number) => string): Promise<void>;
+    rateLimit(
+      reply: FastifyReply,
+      rule: RateLimitRule,
+      key: string,
+      message?: (seconds: number) => string,
+    ): Promise<void>;
     /** One limiter (and store) per rule. */
     rateLimiters: Record<RateLimitRule, BoundedMemoryLimiter>;
     signInLimits: SignInLimits;
@@ -64,10 +69,15 @@ export default fp(
   async function rateLimitPlugin(app: FastifyInstance, { config }: { config: Config }) {
     const { enabled, rules, maxKeys, signInDelay } = config.rateLimits;
     if (!enabled) {
-      app.log.warn('RATE LIMITS ARE OFF (RATE_LIMITS=off): sign-in, password reset and token endpoints are open to brute force. Use this only for load tests and conformance runs.');
+      app.log.warn(
+        'RATE LIMITS ARE OFF (RATE_LIMITS=off): sign-in, password reset and token endpoints are open to brute force. Use this only for load tests and conformance runs.',
+      );
     }
     const limiters = Object.fromEntries(
-      (Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]).map((rule) => [rule, new BoundedMemoryLimiter({ points: rules[rule].limit, duration: rules[rule].windowSeconds, maxKeys })]),
+      (Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]).map((rule) => [
+        rule,
+        new BoundedMemoryLimiter({ points: rules[rule].limit, duration: rules[rule].windowSeconds, maxKeys }),
+      ]),
     ) as Record<RateLimitRule, BoundedMemoryLimiter>;
     // The open delay of each account: one slot, taken for the length of the delay it opens.
     const delays = new BoundedMemoryLimiter({ points: 1, duration: signInDelay.maxSeconds, maxKeys });
@@ -83,7 +93,11 @@ export default fp(
     }
 
     /** consume() that answers a refusal with the RateLimiterRes (never throws it). */
-    async function consume(limiter: BoundedMemoryLimiter, key: string, options?: { customDuration: number }): Promise<RateLimiterRes | undefined> {
+    async function consume(
+      limiter: BoundedMemoryLimiter,
+      key: string,
+      options?: { customDuration: number },
+    ): Promise<RateLimiterRes | undefined> {
       try {
         await limiter.consume(key, 1, options);
         return undefined;
@@ -93,7 +107,12 @@ export default fp(
       }
     }
 
-    async function rateLimit(reply: FastifyReply, rule: RateLimitRule, key: string, message?: (seconds: number) => string) {
+    async function rateLimit(
+      reply: FastifyReply,
+      rule: RateLimitRule,
+      key: string,
+      message?: (seconds: number) => string,
+    ) {
       if (!enabled) return;
       const refused = await consume(limiters[rule], key);
       if (refused) refuse(reply, rule, retryAfterSeconds(refused), message);
@@ -103,7 +122,12 @@ export default fp(
     const devices = createDeviceCookies(config.secretKey!);
     const cookieName = config.cookieSecure ? '__Secure-idp.device' : 'idp.device';
 
-    async function attempt<T>(request: FastifyRequest, reply: FastifyReply, email: string, run: () => Promise<T>): Promise<T> {
+    async function attempt<T>(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      email: string,
+      run: () => Promise<T>,
+    ): Promise<T> {
       if (!enabled) return run();
       await rateLimit(reply, 'SIGN_IN_IP', ipKey(request.ip));
       const account = emailKey(email);
@@ -136,7 +160,8 @@ export default fp(
         result = await run();
       } catch (error) {
         // Only a wrong e-mail or password is a failure; anything else gives the reservation back.
-        if (!(error instanceof AppError && error.code === 'INVALID_CREDENTIALS')) await counted.limiter.reward(counted.key);
+        if (!(error instanceof AppError && error.code === 'INVALID_CREDENTIALS'))
+          await counted.limiter.reward(counted.key);
         throw error;
       }
       await counted.limiter.reward(counted.key);

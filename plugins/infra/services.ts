@@ -1,7 +1,11 @@
 // Domain services, built once per app over the database. Routes call these; they never write SQL.
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { createApplicationService, type ApplicationService, type StaticApplications } from '../../src/services/applications.js';
+import {
+  createApplicationService,
+  type ApplicationService,
+  type StaticApplications,
+} from '../../src/services/applications.js';
 import { createUserService, type UserService } from '../../src/services/users.js';
 import { createUserAccessService, type UserAccessService } from '../../src/services/user-access.js';
 import { createAuditService, type AuditService } from '../../src/services/audit.js';

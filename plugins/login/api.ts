@@ -16,7 +16,14 @@ import { Redirect as Redirected } from '../../schemas/oauth.js';
 
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
 const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 429: ErrorSchema };
+const errors = {
+  400: ErrorSchema,
+  401: ErrorSchema,
+  403: ErrorSchema,
+  404: ErrorSchema,
+  409: ErrorSchema,
+  429: ErrorSchema,
+};
 
 const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const trusted = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
@@ -26,8 +33,12 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
   app.addHook('onRequest', async (request) => {
     if (request.method !== 'POST') return;
     const origin = request.headers.origin;
-    if (origin !== undefined && !trusted.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'This endpoint is first-party only');
-    if (!String(request.headers['content-type'] ?? '').startsWith('application/json') && !request.url.endsWith('/sign-out')) {
+    if (origin !== undefined && !trusted.has(origin))
+      throw new AppError(403, 'FORBIDDEN_ORIGIN', 'This endpoint is first-party only');
+    if (
+      !String(request.headers['content-type'] ?? '').startsWith('application/json') &&
+      !request.url.endsWith('/sign-out')
+    ) {
       throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send application/json');
     }
   });
@@ -37,11 +48,24 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
 
   app.get(
     '/authorization-requests/:id',
-    { schema: { params: Type.Object({ id: RequestId }), response: { 200: Type.Object({
-      clientId: Type.String(), clientName: Type.String(), clientLogoUrl: Type.Optional(Type.String()), loginHint: Type.Optional(Type.String()),
-      prompt: Type.Array(Type.String()),
-      scopes: Type.Array(Type.Object({ name: Type.String(), label: Type.String(), consentDescription: Type.String() })),
-    }), ...errors } } },
+    {
+      schema: {
+        params: Type.Object({ id: RequestId }),
+        response: {
+          200: Type.Object({
+            clientId: Type.String(),
+            clientName: Type.String(),
+            clientLogoUrl: Type.Optional(Type.String()),
+            loginHint: Type.Optional(Type.String()),
+            prompt: Type.Array(Type.String()),
+            scopes: Type.Array(
+              Type.Object({ name: Type.String(), label: Type.String(), consentDescription: Type.String() }),
+            ),
+          }),
+          ...errors,
+        },
+      },
+    },
     async (request) => {
       const found = await app.services.authorization.pendingRequest(request.params.id, app.browserBinding(request));
       if (!found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
@@ -52,37 +76,97 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
         ...(client.clientLogoUrl && { clientLogoUrl: client.clientLogoUrl }),
         ...(row.params.login_hint && { loginHint: row.params.login_hint }),
         prompt: row.params.prompt,
-        scopes: SCOPES.filter((s) => row.params.scope.includes(s.name)).map(({ name, label, consentDescription }) => ({ name, label, consentDescription })),
+        scopes: SCOPES.filter((s) => row.params.scope.includes(s.name)).map(({ name, label, consentDescription }) => ({
+          name,
+          label,
+          consentDescription,
+        })),
       };
     },
   );
 
   app.post(
     '/sign-in',
-    { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
+    {
+      schema: {
+        body: Type.Object(
+          {
+            email: Type.String({ maxLength: 254 }),
+            password: Type.String({ maxLength: 1024 }),
+            request: Type.Optional(RequestId),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Redirect, ...errors },
+      },
+    },
     async (request, reply) => {
-      if (request.body.request && !(await app.services.authorization.pendingRequest(request.body.request, app.browserBinding(request)))) {
-        throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used (or was started in another browser)');
+      if (
+        request.body.request &&
+        !(await app.services.authorization.pendingRequest(request.body.request, app.browserBinding(request)))
+      ) {
+        throw new AppError(
+          404,
+          'REQUEST_NOT_FOUND',
+          'This sign-in request has expired or was already used (or was started in another browser)',
+        );
       }
-      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, request.body.email, () => app.services.accounts.signIn(request.body, meta(request)));
+      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, request.body.email, () =>
+        app.services.accounts.signIn(request.body, meta(request)),
+      );
       app.setSessionCookie(reply, sessionToken);
-      if (request.body.request) await app.services.authorization.recordSignIn(request.body.request, app.browserBinding(request), { userId: user.id, sessionId });
+      if (request.body.request)
+        await app.services.authorization.recordSignIn(request.body.request, app.browserBinding(request), {
+          userId: user.id,
+          sessionId,
+        });
       return { status: true as const, ...(request.body.request && { redirectTo: continueUrl(request.body.request) }) };
     },
   );
 
   app.post(
     '/sign-up',
-    { schema: { body: Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }), name: Type.Optional(Type.String({ maxLength: 200 })), request: Type.Optional(RequestId) }, { additionalProperties: false }), response: { 201: Redirect, ...errors } } },
+    {
+      schema: {
+        body: Type.Object(
+          {
+            email: Type.String({ maxLength: 254 }),
+            password: Type.String({ maxLength: 1024 }),
+            name: Type.Optional(Type.String({ maxLength: 200 })),
+            request: Type.Optional(RequestId),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: Redirect, ...errors },
+      },
+    },
     async (request, reply) => {
       await app.rateLimit(reply, 'SIGN_UP_IP', ipKey(request.ip));
       await app.rateLimit(reply, 'SIGN_UP_EMAIL', emailKey(request.body.email));
       const requestId = request.body.request;
-      const found = requestId ? await app.services.authorization.pendingRequest(requestId, app.browserBinding(request)) : undefined;
-      if (requestId && !found) throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
-      const { user, sessionToken, sessionId } = await app.services.accounts.signUp(request.body, meta(request), found ? { requestId: requestId!, clientId: found.app.clientId, clientName: found.app.clientName, redirectUri: found.request.params.redirect_uri } : {});
+      const found = requestId
+        ? await app.services.authorization.pendingRequest(requestId, app.browserBinding(request))
+        : undefined;
+      if (requestId && !found)
+        throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
+      const { user, sessionToken, sessionId } = await app.services.accounts.signUp(
+        request.body,
+        meta(request),
+        found
+          ? {
+              requestId: requestId!,
+              clientId: found.app.clientId,
+              clientName: found.app.clientName,
+              redirectUri: found.request.params.redirect_uri,
+            }
+          : {},
+      );
       app.setSessionCookie(reply, sessionToken);
-      if (requestId) await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), { userId: user.id, sessionId });
+      if (requestId)
+        await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), {
+          userId: user.id,
+          sessionId,
+        });
       return reply.code(201).send({ status: true as const, ...(requestId && { redirectTo: continueUrl(requestId) }) });
     },
   );
@@ -98,7 +182,10 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/request-password-reset',
     {
       schema: {
-        body: Type.Object({ email: Type.String({ maxLength: 254 }), redirectTo: Type.String({ minLength: 1, maxLength: 2048 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { email: Type.String({ maxLength: 254 }), redirectTo: Type.String({ minLength: 1, maxLength: 2048 }) },
+          { additionalProperties: false },
+        ),
         response: { 200: Type.Object({ status: Type.Literal(true), message: Type.String() }), ...errors },
       },
     },
@@ -112,7 +199,13 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
   app.get(
     '/reset-password/:token',
     // No length limits here: a mangled link is an invalid token (a redirect), never a JSON 400 in the browser.
-    { schema: { params: Type.Object({ token: Type.String() }), querystring: Type.Object({ redirectTo: Type.Optional(Type.String()) }), response: { 302: Redirected('to redirectTo?token=..., or with error=INVALID_TOKEN') } } },
+    {
+      schema: {
+        params: Type.Object({ token: Type.String() }),
+        querystring: Type.Object({ redirectTo: Type.Optional(Type.String()) }),
+        response: { 302: Redirected('to redirectTo?token=..., or with error=INVALID_TOKEN') },
+      },
+    },
     async (request, reply) => {
       const location = await app.services.recovery.linkTarget(request.params.token, request.query.redirectTo);
       // The token is in the Location: no Referer may carry it further.
@@ -124,7 +217,10 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     '/reset-password',
     {
       schema: {
-        body: Type.Object({ token: Type.String({ maxLength: 256 }), newPassword: Type.String({ maxLength: 4096 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { token: Type.String({ maxLength: 256 }), newPassword: Type.String({ maxLength: 4096 }) },
+          { additionalProperties: false },
+        ),
         response: { 200: Type.Object({ status: Type.Literal(true) }), ...errors },
       },
     },
@@ -137,22 +233,43 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
 
   app.post(
     '/verify-email',
-    { schema: { body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
+    {
+      schema: {
+        body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
+        response: { 200: Redirect, ...errors },
+      },
+    },
     async (request) => {
       const result = await app.services.accounts.verifyEmail(request.body.token);
-      if (!result) throw new AppError(400, 'INVALID_TOKEN', 'The verification link is invalid, expired or was used already');
-      const pendingRequest = result.requestId ? await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request)) : undefined;
+      if (!result)
+        throw new AppError(400, 'INVALID_TOKEN', 'The verification link is invalid, expired or was used already');
+      const pendingRequest = result.requestId
+        ? await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request))
+        : undefined;
       return { status: true as const, ...(pendingRequest && { redirectTo: continueUrl(result.requestId!) }) };
     },
   );
 
   app.post(
     '/consent',
-    { schema: { body: Type.Object({ request: RequestId, decision: Type.Union([Type.Literal('allow'), Type.Literal('deny')]) }, { additionalProperties: false }), response: { 200: Redirect, ...errors } } },
+    {
+      schema: {
+        body: Type.Object(
+          { request: RequestId, decision: Type.Union([Type.Literal('allow'), Type.Literal('deny')]) },
+          { additionalProperties: false },
+        ),
+        response: { 200: Redirect, ...errors },
+      },
+    },
     async (request) => {
       const ctx = await app.currentSession(request);
       if (!ctx) throw new AppError(401, 'UNAUTHENTICATED', 'Sign in first');
-      const decision = await app.services.authorization.consent(request.body.request, app.browserBinding(request), ctx, request.body.decision === 'allow');
+      const decision = await app.services.authorization.consent(
+        request.body.request,
+        app.browserBinding(request),
+        ctx,
+        request.body.decision === 'allow',
+      );
       return { status: true as const, redirectTo: decisionLocation(decision, config.loginUrl) };
     },
   );

@@ -11,13 +11,31 @@ export interface FieldErrors {
 }
 
 /** A field of the hosted forms: required unless told, the error tied to the input. */
-function field(options: { name: string; label: string; type: string; value?: string | undefined; autocomplete: string; error?: string | undefined; autofocus?: boolean; required?: boolean }): Html {
+function field(options: {
+  name: string;
+  label: string;
+  type: string;
+  value?: string | undefined;
+  autocomplete: string;
+  error?: string | undefined;
+  autofocus?: boolean;
+  required?: boolean;
+}): Html {
   const id = `field-${options.name}`;
   const control = html`<input id="${id}" name="${options.name}" type="${options.type}" autocomplete="${options.autocomplete}"${options.value !== undefined ? html` value="${options.value}"` : ''}${options.required === false ? '' : html` required`}${options.autofocus ? html` autofocus` : ''}${options.error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>`;
   return kitField({ id, label: options.label, control, error: options.error, separator: '\n' });
 }
 
-export function signInPage(o: { loginPath: string; csrf: string; requestId?: string | undefined; email?: string | undefined; error?: string | undefined; app?: AppBrand | undefined; returnTo?: string | undefined; reauthenticate?: boolean }): string {
+export function signInPage(o: {
+  loginPath: string;
+  csrf: string;
+  requestId?: string | undefined;
+  email?: string | undefined;
+  error?: string | undefined;
+  app?: AppBrand | undefined;
+  returnTo?: string | undefined;
+  reauthenticate?: boolean;
+}): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   return layout({
     title: 'Sign in',
@@ -36,7 +54,15 @@ ${field({ name: 'password', label: 'Password', type: 'password', autocomplete: '
   });
 }
 
-export function signUpPage(o: { loginPath: string; csrf: string; requestId?: string | undefined; values?: { email?: string; name?: string }; errors?: FieldErrors; error?: string | undefined; app?: AppBrand | undefined }): string {
+export function signUpPage(o: {
+  loginPath: string;
+  csrf: string;
+  requestId?: string | undefined;
+  values?: { email?: string; name?: string };
+  errors?: FieldErrors;
+  error?: string | undefined;
+  app?: AppBrand | undefined;
+}): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   const errors = o.errors ?? {};
   return layout({
@@ -56,7 +82,14 @@ ${field({ name: 'password', label: 'Password (at least 8 characters)', type: 'pa
   });
 }
 
-export function verifyEmailPage(o: { loginPath: string; csrf: string; requestId?: string | undefined; email: string; sent?: boolean; app?: AppBrand | undefined }): string {
+export function verifyEmailPage(o: {
+  loginPath: string;
+  csrf: string;
+  requestId?: string | undefined;
+  email: string;
+  sent?: boolean;
+  app?: AppBrand | undefined;
+}): string {
   return layout({
     title: 'Verify your e-mail address',
     loginPath: o.loginPath,
@@ -71,7 +104,14 @@ ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
   });
 }
 
-export function consentPage(o: { loginPath: string; csrf: string; requestId: string; scopes: string[]; userEmail: string; app: AppBrand }): string {
+export function consentPage(o: {
+  loginPath: string;
+  csrf: string;
+  requestId: string;
+  scopes: string[];
+  userEmail: string;
+  app: AppBrand;
+}): string {
   const items = SCOPES.filter((s) => o.scopes.includes(s.name));
   return layout({
     title: 'Allow access',
@@ -99,7 +139,13 @@ export function signedInPage(o: { loginPath: string; csrf: string; email: string
   });
 }
 
-export function forgotPasswordPage(o: { loginPath: string; csrf: string; email?: string | undefined; sent?: boolean; error?: string | undefined }): string {
+export function forgotPasswordPage(o: {
+  loginPath: string;
+  csrf: string;
+  email?: string | undefined;
+  sent?: boolean;
+  error?: string | undefined;
+}): string {
   return layout({
     title: 'Reset your password',
     loginPath: o.loginPath,

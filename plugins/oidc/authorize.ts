@@ -12,35 +12,60 @@ import { documentOnly, HtmlPage, OAuthErrorSchema, OAuthParamsSchema, Redirect }
 
 const AuthorizeResponses = {
   303: Redirect('to a hosted login page, or to the redirect_uri with a code or an error'),
-  400: Type.Union([HtmlPage('error page (an unknown client or redirect_uri is never redirected to)'), OAuthErrorSchema]),
+  400: Type.Union([
+    HtmlPage('error page (an unknown client or redirect_uri is never redirected to)'),
+    OAuthErrorSchema,
+  ]),
   429: Type.Union([HtmlPage('rate limited; Retry-After'), OAuthErrorSchema]),
 };
 
-const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
+const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (
+  app,
+  { config, loginPath },
+) => {
   documentOnly(app);
   app.setErrorHandler(authorizeErrors(loginPath));
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
     await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
-    const decision = await app.services.authorization.authorize(params, app.bindBrowser(request, reply), await app.currentSession(request));
+    const decision = await app.services.authorization.authorize(
+      params,
+      app.bindBrowser(request, reply),
+      await app.currentSession(request),
+    );
     return sendDecision(reply, decision, config.loginUrl);
   };
 
-  app.get('/oauth2/authorize', { schema: { querystring: OAuthParamsSchema, response: AuthorizeResponses } }, async (request, reply) =>
-    handler(request.query as RawParams, request, reply),
+  app.get(
+    '/oauth2/authorize',
+    { schema: { querystring: OAuthParamsSchema, response: AuthorizeResponses } },
+    async (request, reply) => handler(request.query as RawParams, request, reply),
   );
-  app.post('/oauth2/authorize', { schema: { body: OAuthParamsSchema, response: AuthorizeResponses } }, async (request, reply) => {
-    if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
-      throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
-    }
-    return handler(request.body as RawParams, request, reply);
-  });
+  app.post(
+    '/oauth2/authorize',
+    { schema: { body: OAuthParamsSchema, response: AuthorizeResponses } },
+    async (request, reply) => {
+      if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
+        throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
+      }
+      return handler(request.body as RawParams, request, reply);
+    },
+  );
 
   app.get(
     '/oauth2/authorize/continue',
-    { schema: { querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }), response: AuthorizeResponses } },
+    {
+      schema: {
+        querystring: Type.Object({ request: Type.String({ minLength: 1, maxLength: 128 }) }),
+        response: AuthorizeResponses,
+      },
+    },
     async (request, reply) => {
-      const decision = await app.services.authorization.decide(request.query.request, app.browserBinding(request), await app.currentSession(request));
+      const decision = await app.services.authorization.decide(
+        request.query.request,
+        app.browserBinding(request),
+        await app.currentSession(request),
+      );
       return sendDecision(reply, decision, config.loginUrl);
     },
   );

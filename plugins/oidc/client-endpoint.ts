@@ -21,7 +21,9 @@ export function setUpClientEndpoint(app: FastifyInstance, path: string) {
   app.addHook('onSend', async (request, reply) => {
     if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
   });
-  app.options(path, { schema: { response: { 204: NoContent('CORS preflight') } } }, async (request, reply) => app.cors.preflight(request, reply));
+  app.options(path, { schema: { response: { 204: NoContent('CORS preflight') } } }, async (request, reply) =>
+    app.cors.preflight(request, reply),
+  );
 }
 
 /** The form body, after the checks every client endpoint makes. */
@@ -38,7 +40,10 @@ export function formParams(request: FastifyRequest, reply: FastifyReply): TokenP
   if (request.headers.authorization) {
     const scheme = /^(\w+)/.exec(request.headers.authorization)?.[1] ?? 'Basic';
     reply.header('www-authenticate', `${/^bearer$/i.test(scheme) ? 'Bearer' : 'Basic'} realm="token"`);
-    throw new OAuthError('invalid_client', 'this client is public: send client_id in the body and no Authorization header');
+    throw new OAuthError(
+      'invalid_client',
+      'this client is public: send client_id in the body and no Authorization header',
+    );
   }
   return body as TokenParams;
 }
@@ -49,7 +54,12 @@ export function formParams(request: FastifyRequest, reply: FastifyReply): TokenP
  * IP before the lookup and per client only for a known, enabled client, so made-up client_ids never
  * become rate-limit keys.
  */
-export async function authenticateClient(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, params: TokenParams): Promise<Application> {
+export async function authenticateClient(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: TokenParams,
+): Promise<Application> {
   const clientId = params.client_id;
   if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
   await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
@@ -62,7 +72,12 @@ export async function authenticateClient(app: FastifyInstance, request: FastifyR
 }
 
 /** A token request (RFC 6749 §3.2): the grant_type's handler answers for the authenticated client. */
-export async function tokenRequest(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, params: TokenParams): Promise<TokenResponse> {
+export async function tokenRequest(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: TokenParams,
+): Promise<TokenResponse> {
   const grantType = params.grant_type;
   if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
   const client = await authenticateClient(app, request, reply, params);

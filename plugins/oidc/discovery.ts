@@ -38,13 +38,17 @@ export function discoveryDocument(config: Config) {
 const discoveryPlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const document = JSON.stringify(discoveryDocument(config));
   documentOnly(app);
-  app.get('/.well-known/openid-configuration', { schema: { response: { 200: DiscoverySchema } } }, async (_request, reply) => {
-    reply
-      .header('content-type', 'application/json; charset=utf-8')
-      .header('cache-control', 'public, max-age=300')
-      .header('access-control-allow-origin', '*');
-    return reply.send(document as never);
-  });
+  app.get(
+    '/.well-known/openid-configuration',
+    { schema: { response: { 200: DiscoverySchema } } },
+    async (_request, reply) => {
+      reply
+        .header('content-type', 'application/json; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .header('access-control-allow-origin', '*');
+      return reply.send(document as never);
+    },
+  );
 };
 
 export default discoveryPlugin;

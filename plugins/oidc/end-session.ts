@@ -17,7 +17,10 @@ import { documentOnly, HtmlPage, Redirect } from '../../schemas/oauth.js';
 const EndSessionResponses = {
   200: HtmlPage('a confirmation page, or "signed out"'),
   303: Redirect('to the registered post_logout_redirect_uri'),
-  400: Type.Union([HtmlPage('error page'), Type.Object({ error: Type.String(), error_description: Type.Optional(Type.String()) })]),
+  400: Type.Union([
+    HtmlPage('error page'),
+    Type.Object({ error: Type.String(), error_description: Type.Optional(Type.String()) }),
+  ]),
 };
 
 const OUTCOMES = {
@@ -26,7 +29,10 @@ const OUTCOMES = {
   stayed: { title: 'Still signed in', message: 'You are still signed in.' },
 } as const;
 
-const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (app, { config, loginPath }) => {
+const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: string }> = async (
+  app,
+  { config, loginPath },
+) => {
   const csrf = createCsrf(config);
   const { endSession } = app.services;
   documentOnly(app);

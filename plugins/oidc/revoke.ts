@@ -10,19 +10,37 @@ import { Empty, OAuthErrorSchema, OAuthParamsSchema } from '../../schemas/oauth.
 const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
   setUpClientEndpoint(app, '/oauth2/revoke');
 
-  app.post('/oauth2/revoke', { schema: { body: OAuthParamsSchema, response: { 200: Empty('revoked, or nothing to revoke (RFC 7009 §2.2)'), 400: OAuthErrorSchema, 401: OAuthErrorSchema } } }, async (request, reply) => {
-    const body = formParams(request, reply);
-    const clientId = body.client_id as string | undefined;
-    const token = body.token as string | undefined;
-    if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
-    const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
-    if (!client) throw new OAuthError('invalid_client', 'unknown client');
-    if (!token) throw new OAuthError('invalid_request', 'token is required');
-    if (token.length <= 256) {
-      await app.services.tokens.revoke(hashToken(token), client.clientId, body.token_type_hint === 'access_token' ? 'access_token' : 'refresh_token', request.ip);
-    }
-    return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send(undefined);
-  });
+  app.post(
+    '/oauth2/revoke',
+    {
+      schema: {
+        body: OAuthParamsSchema,
+        response: {
+          200: Empty('revoked, or nothing to revoke (RFC 7009 §2.2)'),
+          400: OAuthErrorSchema,
+          401: OAuthErrorSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const body = formParams(request, reply);
+      const clientId = body.client_id as string | undefined;
+      const token = body.token as string | undefined;
+      if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
+      const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
+      if (!client) throw new OAuthError('invalid_client', 'unknown client');
+      if (!token) throw new OAuthError('invalid_request', 'token is required');
+      if (token.length <= 256) {
+        await app.services.tokens.revoke(
+          hashToken(token),
+          client.clientId,
+          body.token_type_hint === 'access_token' ? 'access_token' : 'refresh_token',
+          request.ip,
+        );
+      }
+      return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send(undefined);
+    },
+  );
 };
 
 export default revokePlugin;

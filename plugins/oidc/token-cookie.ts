@@ -11,7 +11,14 @@ import { originOf } from '../../src/oauth/redirect-uri.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 import { formParams, tokenRequest } from './client-endpoint.js';
 import { oauthJsonErrors } from '../infra/error-handlers.js';
-import { documentOnly, NoContent, OAuthErrorSchema, OAuthParamsSchema, TokenErrors, TokenResponseSchema } from '../../schemas/oauth.js';
+import {
+  documentOnly,
+  NoContent,
+  OAuthErrorSchema,
+  OAuthParamsSchema,
+  TokenErrors,
+  TokenResponseSchema,
+} from '../../schemas/oauth.js';
 
 export function refreshCookieName(config: Config): string {
   return config.cookieSecure ? '__Secure-idp.refresh' : 'idp.refresh';
@@ -47,51 +54,83 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
   function requireFirstParty(request: FastifyRequest) {
     const origin = request.headers.origin;
     if (!origin || !firstParty.has(origin)) {
-      throw new OAuthError('access_denied', 'this endpoint accepts requests from first-party origins only (send an Origin header)', { status: 403 });
+      throw new OAuthError(
+        'access_denied',
+        'this endpoint accepts requests from first-party origins only (send an Origin header)',
+        { status: 403 },
+      );
     }
   }
 
   for (const path of ['/oauth2/token/cookie', '/oauth2/token/cookie-logout']) {
-    app.options(path, { schema: { response: { 204: NoContent('CORS preflight (first-party origins, with credentials)') } } }, async (request, reply) => {
-      if (request.headers.origin && firstParty.has(request.headers.origin)) {
-        reply.header('access-control-allow-methods', 'POST, OPTIONS').header('access-control-allow-headers', 'Content-Type').header('access-control-max-age', '600');
-      }
-      return reply.code(204).send();
-    });
+    app.options(
+      path,
+      { schema: { response: { 204: NoContent('CORS preflight (first-party origins, with credentials)') } } },
+      async (request, reply) => {
+        if (request.headers.origin && firstParty.has(request.headers.origin)) {
+          reply
+            .header('access-control-allow-methods', 'POST, OPTIONS')
+            .header('access-control-allow-headers', 'Content-Type')
+            .header('access-control-max-age', '600');
+        }
+        return reply.code(204).send();
+      },
+    );
   }
 
-  app.post('/oauth2/token/cookie', { schema: { body: OAuthParamsSchema, response: { 200: TokenResponseSchema, ...TokenErrors, 403: OAuthErrorSchema } } }, async (request, reply) => {
-    requireFirstParty(request);
-    let body = formParams(request, reply);
-    const refreshing = body.grant_type === 'refresh_token';
-    if (refreshing) {
-      if (body.refresh_token !== undefined) {
-        throw new OAuthError('invalid_request', 'this endpoint reads the refresh token from its cookie; do not send refresh_token');
+  app.post(
+    '/oauth2/token/cookie',
+    {
+      schema: {
+        body: OAuthParamsSchema,
+        response: { 200: TokenResponseSchema, ...TokenErrors, 403: OAuthErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      requireFirstParty(request);
+      let body = formParams(request, reply);
+      const refreshing = body.grant_type === 'refresh_token';
+      if (refreshing) {
+        if (body.refresh_token !== undefined) {
+          throw new OAuthError(
+            'invalid_request',
+            'this endpoint reads the refresh token from its cookie; do not send refresh_token',
+          );
+        }
+        const cookie = request.cookies[name];
+        if (!cookie)
+          throw new OAuthError('invalid_grant', 'there is no refresh cookie; sign in again', { status: 401 });
+        body = { ...body, refresh_token: cookie };
       }
-      const cookie = request.cookies[name];
-      if (!cookie) throw new OAuthError('invalid_grant', 'there is no refresh cookie; sign in again', { status: 401 });
-      body = { ...body, refresh_token: cookie };
-    }
-    let tokens;
-    try {
-      tokens = await tokenRequest(app, request, reply, body);
-    } catch (error) {
-      // A dead refresh token (used, reused, revoked, expired) is dropped from the browser too.
-      if (refreshing && error instanceof OAuthError && error.error === 'invalid_grant') clear(reply);
-      throw error;
-    }
-    const { refresh_token: refreshToken, ...rest } = tokens;
-    if (refreshToken) reply.setCookie(name, refreshToken, { ...attributes, maxAge: config.ttl.refreshToken });
-    return reply.send(rest);
-  });
+      let tokens;
+      try {
+        tokens = await tokenRequest(app, request, reply, body);
+      } catch (error) {
+        // A dead refresh token (used, reused, revoked, expired) is dropped from the browser too.
+        if (refreshing && error instanceof OAuthError && error.error === 'invalid_grant') clear(reply);
+        throw error;
+      }
+      const { refresh_token: refreshToken, ...rest } = tokens;
+      if (refreshToken) reply.setCookie(name, refreshToken, { ...attributes, maxAge: config.ttl.refreshToken });
+      return reply.send(rest);
+    },
+  );
 
-  app.post('/oauth2/token/cookie-logout', { schema: { response: { 204: NoContent('the refresh family is revoked and the cookie cleared'), 403: OAuthErrorSchema } } }, async (request, reply) => {
-    requireFirstParty(request);
-    const cookie = request.cookies[name];
-    if (cookie && cookie.length <= 256) await app.services.tokens.revokeRefreshFamily(hashToken(cookie), request.ip);
-    clear(reply);
-    return reply.code(204).send();
-  });
+  app.post(
+    '/oauth2/token/cookie-logout',
+    {
+      schema: {
+        response: { 204: NoContent('the refresh family is revoked and the cookie cleared'), 403: OAuthErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      requireFirstParty(request);
+      const cookie = request.cookies[name];
+      if (cookie && cookie.length <= 256) await app.services.tokens.revokeRefreshFamily(hashToken(cookie), request.ip);
+      clear(reply);
+      return reply.code(204).send();
+    },
+  );
 };
 
 export default tokenCookiePlugin;

@@ -7,10 +7,14 @@ import { OAuthParamsSchema, TokenErrors, TokenResponseSchema } from '../../schem
 const tokenPlugin: FastifyPluginAsyncTypebox = async (app) => {
   setUpClientEndpoint(app, '/oauth2/token');
 
-  app.post('/oauth2/token', { schema: { body: OAuthParamsSchema, response: { 200: TokenResponseSchema, ...TokenErrors } } }, async (request, reply) => {
-    const tokens = await tokenRequest(app, request, reply, formParams(request, reply));
-    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
-  });
+  app.post(
+    '/oauth2/token',
+    { schema: { body: OAuthParamsSchema, response: { 200: TokenResponseSchema, ...TokenErrors } } },
+    async (request, reply) => {
+      const tokens = await tokenRequest(app, request, reply, formParams(request, reply));
+      return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
+    },
+  );
 };
 
 export default tokenPlugin;

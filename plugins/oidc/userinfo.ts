@@ -18,13 +18,18 @@ const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     const user = request.bearer!.user;
-    if (!user) return reply.code(401).header('www-authenticate', 'Bearer error="invalid_token"').send({ error: 'UNAUTHORIZED' });
+    if (!user)
+      return reply.code(401).header('www-authenticate', 'Bearer error="invalid_token"').send({ error: 'UNAUTHORIZED' });
     return claimsFor(user, request.bearer!.scopes);
   };
   const preValidation = app.requireUserInfoScopes('openid');
   app.get('/oauth2/userinfo', { preValidation, schema }, handler as never);
   app.post('/oauth2/userinfo', { preValidation, schema }, handler as never);
-  app.options('/oauth2/userinfo', { schema: { response: { 204: NoContent('CORS preflight') } } }, async (request, reply) => app.cors.preflight(request, reply));
+  app.options(
+    '/oauth2/userinfo',
+    { schema: { response: { 204: NoContent('CORS preflight') } } },
+    async (request, reply) => app.cors.preflight(request, reply),
+  );
   app.addHook('onSend', async (request, reply) => {
     if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
   });

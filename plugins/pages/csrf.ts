@@ -10,7 +10,9 @@ import { originOf } from '../../src/oauth/redirect-uri.js';
 export function createCsrf(config: Config) {
   const cookieName = config.cookieSecure ? '__Host-idp.csrf' : 'idp.csrf';
   const cookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite } as const;
-  const trustedOrigins = new Set([originOf(config.loginUrl), originOf(config.baseUrl), originOf(config.adminUrl)].filter(Boolean) as string[]);
+  const trustedOrigins = new Set(
+    [originOf(config.loginUrl), originOf(config.baseUrl), originOf(config.adminUrl)].filter(Boolean) as string[],
+  );
   return {
     trustedOrigins,
     token(request: FastifyRequest, reply: FastifyReply): string {
@@ -26,7 +28,12 @@ export function createCsrf(config: Config) {
         throw new AppError(403, 'CSRF', 'This form was sent from another site');
       }
       const value = request.cookies[cookieName];
-      if (!value || !field || value.length !== field.length || !timingSafeEqual(Buffer.from(value), Buffer.from(field))) {
+      if (
+        !value ||
+        !field ||
+        value.length !== field.length ||
+        !timingSafeEqual(Buffer.from(value), Buffer.from(field))
+      ) {
         throw new AppError(403, 'CSRF', 'This form has expired; go back, reload the page and try again');
       }
     },

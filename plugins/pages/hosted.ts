@@ -20,7 +20,14 @@ ${options.body}
   });
 }
 
-export function messagePage(o: { loginPath: string; title: string; message: string; app?: AppBrand | undefined; link?: { href: string; text: string } | undefined; role?: 'alert' | 'status' }): string {
+export function messagePage(o: {
+  loginPath: string;
+  title: string;
+  message: string;
+  app?: AppBrand | undefined;
+  link?: { href: string; text: string } | undefined;
+  role?: 'alert' | 'status';
+}): string {
   return layout({
     title: o.title,
     loginPath: o.loginPath,
@@ -38,7 +45,14 @@ export function errorPage(o: { loginPath: string; error: string; description: st
   });
 }
 
-export function logoutConfirmPage(o: { loginPath: string; action: string; csrf: string; email: string; app?: AppBrand | undefined; fields: Record<string, string | undefined> }): string {
+export function logoutConfirmPage(o: {
+  loginPath: string;
+  action: string;
+  csrf: string;
+  email: string;
+  app?: AppBrand | undefined;
+  fields: Record<string, string | undefined>;
+}): string {
   return layout({
     title: 'Sign out',
     loginPath: o.loginPath,

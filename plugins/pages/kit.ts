@@ -40,7 +40,8 @@ export function sendStylesheet(reply: FastifyReply, css: string): FastifyReply {
 
 /** The HTML document around a page body. */
 export function htmlDocument(o: { title: string; stylesheet: string; body: Html }): string {
-  return `<!doctype html>${html`<html lang="en">
+  return `<!doctype html>${
+    html`<html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -51,7 +52,8 @@ export function htmlDocument(o: { title: string; stylesheet: string; body: Html 
 <body>
 ${o.body}
 </body>
-</html>`.value}`;
+</html>`.value
+  }`;
 }
 
 export function hidden(name: string, value: string | undefined): Html {

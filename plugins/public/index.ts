@@ -32,10 +32,14 @@ const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
   app.setErrorHandler(publicErrors());
 
   const scopes = { items: SCOPES.map((s) => ({ ...s, claims: [...s.claims] })) };
-  app.get('/oidc/scopes', { schema: { response: { 200: Type.Object({ items: Type.Array(ScopeItem) }) } } }, async (_request, reply) => {
-    reply.header('cache-control', 'public, max-age=300');
-    return scopes;
-  });
+  app.get(
+    '/oidc/scopes',
+    { schema: { response: { 200: Type.Object({ items: Type.Array(ScopeItem) }) } } },
+    async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return scopes;
+    },
+  );
 
   app.get(
     '/applications/:clientId',
@@ -45,16 +49,31 @@ const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
         // than a schema error, and a redirect_uri of any length simply matches no registered URI. The
         // request line is bounded by Node's header limit.
         params: Type.Object({ clientId: Type.String() }),
-        querystring: Type.Object({ redirect_uri: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])) }),
-        response: { 200: ApplicationMetadata, 400: PublicError('INVALID_CLIENT_ID'), 404: PublicError('NOT_FOUND'), 500: PublicError('INTERNAL_ERROR') },
+        querystring: Type.Object({
+          redirect_uri: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+        }),
+        response: {
+          200: ApplicationMetadata,
+          400: PublicError('INVALID_CLIENT_ID'),
+          404: PublicError('NOT_FOUND'),
+          500: PublicError('INTERNAL_ERROR'),
+        },
       },
     },
     async (request, reply) => {
       const { clientId } = request.params;
-      if (!clientIdPattern.test(clientId)) return reply.code(400).header('cache-control', 'no-store').send({ error: 'INVALID_CLIENT_ID' as const });
+      if (!clientIdPattern.test(clientId))
+        return reply
+          .code(400)
+          .header('cache-control', 'no-store')
+          .send({ error: 'INVALID_CLIENT_ID' as const });
       const client = await app.services.applications.find(clientId);
       // A disabled application is as absent as a missing one.
-      if (!client || !client.enabled) return reply.code(404).header('cache-control', 'public, max-age=60').send({ error: 'NOT_FOUND' as const });
+      if (!client || !client.enabled)
+        return reply
+          .code(404)
+          .header('cache-control', 'public, max-age=60')
+          .send({ error: 'NOT_FOUND' as const });
       const redirectUri = typeof request.query.redirect_uri === 'string' ? request.query.redirect_uri : undefined;
       const path = client.postVerificationRedirectPath;
       reply.header('cache-control', 'public, max-age=60');
@@ -65,7 +84,11 @@ const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
         ...(client.clientLogoUrl && { clientLogoUrl: client.clientLogoUrl }),
         ...(path && { postVerificationRedirectPath: path }),
         // Only for a redirect_uri registered exactly for this client.
-        ...(path && redirectUri && client.redirectUris.includes(redirectUri) && { postVerificationRedirectUri: `${originOf(redirectUri)}${path}` }),
+        ...(path &&
+          redirectUri &&
+          client.redirectUris.includes(redirectUri) && {
+            postVerificationRedirectUri: `${originOf(redirectUri)}${path}`,
+          }),
       };
     },
   );

@@ -45,10 +45,15 @@ export async function keysCommand(sub: string | undefined, rest: string[], io: I
     } else {
       keys = await service.retire(positionals[0]!, actor());
     }
-    printList(io, Boolean(values.json), { items: keys }, {
-      empty: 'No keys yet: the server generates them at its first start.',
-      header: ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATED', 'RETIRED'],
-      row: (k) => [k.kid, k.alg, k.state, k.createdAt, k.activatedAt ?? '-', k.retiredAt ?? '-'],
-    });
+    printList(
+      io,
+      Boolean(values.json),
+      { items: keys },
+      {
+        empty: 'No keys yet: the server generates them at its first start.',
+        header: ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATED', 'RETIRED'],
+        row: (k) => [k.kid, k.alg, k.state, k.createdAt, k.activatedAt ?? '-', k.retiredAt ?? '-'],
+      },
+    );
   });
 }

@@ -177,16 +177,26 @@ async function userAccessCommand(
       return io.out(json ? JSON.stringify(result) : `Revoked ${sessions}${result.grants} grant(s) with their tokens`);
     }
     if (sub === 'sessions') {
-      return printList(io, json, { items: await access.listSessions(ref) }, {
-        empty: 'No sessions.',
-        header: ['SESSION', 'ACTIVE', 'SIGNED IN', 'LAST SEEN', 'IP'],
-        row: (s) => [s.id, s.active ? 'yes' : 'no', s.authTime, s.lastSeenAt, s.ip ?? '-'],
-      });
+      return printList(
+        io,
+        json,
+        { items: await access.listSessions(ref) },
+        {
+          empty: 'No sessions.',
+          header: ['SESSION', 'ACTIVE', 'SIGNED IN', 'LAST SEEN', 'IP'],
+          row: (s) => [s.id, s.active ? 'yes' : 'no', s.authTime, s.lastSeenAt, s.ip ?? '-'],
+        },
+      );
     }
-    printList(io, json, { items: await access.listGrants(ref) }, {
-      empty: 'No grants.',
-      header: ['GRANT', 'CLIENT ID', 'SCOPE', 'CREATED', 'REVOKED'],
-      row: (g) => [g.id, g.clientId, g.scope, g.createdAt, g.revokedAt ?? '-'],
-    });
+    printList(
+      io,
+      json,
+      { items: await access.listGrants(ref) },
+      {
+        empty: 'No grants.',
+        header: ['GRANT', 'CLIENT ID', 'SCOPE', 'CREATED', 'REVOKED'],
+        row: (g) => [g.id, g.clientId, g.scope, g.createdAt, g.revokedAt ?? '-'],
+      },
+    );
   });
 }

@@ -56,7 +56,10 @@ export interface MailerOptions {
 function describe(error: unknown): string {
   const e = error as { code?: string; responseCode?: number; response?: string; message?: string };
   const parts = [e.code, e.responseCode, e.response ?? e.message].filter((p) => p !== undefined && p !== '');
-  return parts.join(' ').replace(/\/\/[^@\s]*@/g, '//***@').slice(0, 300);
+  return parts
+    .join(' ')
+    .replace(/\/\/[^@\s]*@/g, '//***@')
+    .slice(0, 300);
 }
 
 export function createMailer(options: MailerOptions): Mailer {
@@ -64,25 +67,51 @@ export function createMailer(options: MailerOptions): Mailer {
   const retryDelays = options.retryDelaysMs ?? [5000, 30000, 120000];
   // Bounded waits, so a silent SMTP server cannot hold a send (and its retries) forever.
   const transport = options.smtpUrl
-    ? nodemailer.createTransport({ url: options.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 } as never)
+    ? nodemailer.createTransport({
+        url: options.smtpUrl,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 30_000,
+      } as never)
     : undefined;
   const outbox = join(options.dataDir, 'outbox.jsonl');
-  const stats: MailStats = { transport: transport ? 'smtp' : 'outbox', sent: 0, failed: 0, retried: 0, pending: 0, lastFailure: null };
+  const stats: MailStats = {
+    transport: transport ? 'smtp' : 'outbox',
+    sent: 0,
+    failed: 0,
+    retried: 0,
+    pending: 0,
+    lastFailure: null,
+  };
   const inFlight = new Set<Promise<void>>();
   const timers = new Set<{ timer: NodeJS.Timeout; wake: () => void }>();
   let closed = false;
 
   async function send(message: MailMessage): Promise<void> {
     if (transport) {
-      await transport.sendMail({ from: options.from, to: message.to, subject: message.subject, text: message.text, html: message.html });
+      await transport.sendMail({
+        from: options.from,
+        to: message.to,
+        subject: message.subject,
+        text: message.text,
+        html: message.html,
+      });
       log.info({ mail: message.kind }, 'mail sent');
       return;
     }
     await mkdir(options.dataDir, { recursive: true });
-    const entry = { at: new Date().toISOString(), from: options.from, to: message.to, subject: message.subject, text: message.text };
+    const entry = {
+      at: new Date().toISOString(),
+      from: options.from,
+      to: message.to,
+      subject: message.subject,
+      text: message.text,
+    };
     await appendFile(outbox, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
     // Development fallback only: the operator has configured no SMTP, so the link is shown here.
-    log.warn(`SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${message.link && options.logLinks !== false ? `; link: ${message.link}` : ''}`);
+    log.warn(
+      `SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${message.link && options.logLinks !== false ? `; link: ${message.link}` : ''}`,
+    );
   }
 
   const wait = (ms: number) =>
@@ -107,7 +136,10 @@ export function createMailer(options: MailerOptions): Mailer {
           return;
         }
         stats.retried += 1;
-        log.warn({ mail: message.kind, attempt: attempt + 1, retryInMs: delay, reason }, 'mail could not be sent; will retry');
+        log.warn(
+          { mail: message.kind, attempt: attempt + 1, retryInMs: delay, reason },
+          'mail could not be sent; will retry',
+        );
         await wait(delay);
       }
     }
@@ -138,14 +170,14 @@ export function createMailer(options: MailerOptions): Mailer {
   };
 
   async function drain(timeoutMs = 5000) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...inFlight]),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, timeoutMs);
-          timer.unref();
-        }),
-      ]);
-      clearTimeout(timer);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...inFlight]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
   }
 }

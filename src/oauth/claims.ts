@@ -34,4 +34,18 @@ export function claimsFor(user: ClaimSource, scopes: readonly string[]): Record<
   return claims;
 }
 
-export const CLAIMS_SUPPORTED = [...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'at_hash', 'sid', ...SCOPES.flatMap((s) => s.claims)])];
+export const CLAIMS_SUPPORTED = [
+  ...new Set([
+    'sub',
+    'iss',
+    'aud',
+    'exp',
+    'iat',
+    'auth_time',
+    'nonce',
+    'azp',
+    'at_hash',
+    'sid',
+    ...SCOPES.flatMap((s) => s.claims),
+  ]),
+];

@@ -15,7 +15,10 @@ export interface IdTokenInput {
   now?: Date;
 }
 
-export async function signIdToken(input: IdTokenInput, key: { kid: string; alg: string; key: jose.CryptoKey }): Promise<string> {
+export async function signIdToken(
+  input: IdTokenInput,
+  key: { kid: string; alg: string; key: jose.CryptoKey },
+): Promise<string> {
   const iat = Math.floor((input.now ?? new Date()).getTime() / 1000);
   const claims: jose.JWTPayload = {
     auth_time: Math.floor(input.authTime.getTime() / 1000),

@@ -14,7 +14,12 @@ export interface GeneratedKey {
 }
 
 export async function generateSigningKey(alg: SigningAlg): Promise<GeneratedKey> {
-  const options = alg === 'RS256' ? { modulusLength: 2048, extractable: true } : alg === 'EdDSA' ? { crv: 'Ed25519', extractable: true } : { extractable: true };
+  const options =
+    alg === 'RS256'
+      ? { modulusLength: 2048, extractable: true }
+      : alg === 'EdDSA'
+        ? { crv: 'Ed25519', extractable: true }
+        : { extractable: true };
   const { publicKey, privateKey } = await jose.generateKeyPair(alg, options);
   const publicJwk = await jose.exportJWK(publicKey);
   const privateJwk = await jose.exportJWK(privateKey);
@@ -50,5 +55,7 @@ export function decryptPrivateJwk(sealed: string, kid: string, secretKey: string
 /** Only the public members, whatever the stored JWK holds (defence in depth for JWKS). */
 export function publicMembers(jwk: jose.JWK): jose.JWK {
   const { kty, crv, x, y, n, e, kid, alg, use } = jwk;
-  return Object.fromEntries(Object.entries({ kty, crv, x, y, n, e, kid, alg, use }).filter(([, v]) => v !== undefined)) as jose.JWK;
+  return Object.fromEntries(
+    Object.entries({ kty, crv, x, y, n, e, kid, alg, use }).filter(([, v]) => v !== undefined),
+  ) as jose.JWK;
 }

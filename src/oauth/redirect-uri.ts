@@ -18,7 +18,9 @@ function parse(value: string): URL | undefined {
 function schemeProblem(url: URL): string | undefined {
   if (url.protocol === 'https:') return undefined;
   if (url.protocol === 'http:') {
-    return isLoopbackHost(url.hostname) ? undefined : 'http is allowed only for loopback hosts (localhost, 127.0.0.1, [::1]); use https';
+    return isLoopbackHost(url.hostname)
+      ? undefined
+      : 'http is allowed only for loopback hosts (localhost, 127.0.0.1, [::1]); use https';
   }
   return `scheme ${url.protocol} is not allowed; use https (or http on a loopback host)`;
 }

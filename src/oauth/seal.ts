@@ -20,15 +20,27 @@ export function seal(plaintext: string, options: { secretKey: string; purpose: s
   const cipher = createCipheriv('aes-256-gcm', derive(options.secretKey, options.purpose), iv);
   cipher.setAAD(Buffer.from(options.aad, 'utf8'));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return ['v1', iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return [
+    'v1',
+    iv.toString('base64url'),
+    ciphertext.toString('base64url'),
+    cipher.getAuthTag().toString('base64url'),
+  ].join('.');
 }
 
 /** The plaintext, or undefined when the value was not sealed with this key, purpose and aad. */
-export function unseal(sealed: string, options: { secretKey: string; purpose: string; aad: string }): string | undefined {
+export function unseal(
+  sealed: string,
+  options: { secretKey: string; purpose: string; aad: string },
+): string | undefined {
   const [version, iv, ciphertext, tag] = sealed.split('.');
   if (version !== 'v1' || !iv || !ciphertext || !tag) return undefined;
   try {
-    const decipher = createDecipheriv('aes-256-gcm', derive(options.secretKey, options.purpose), Buffer.from(iv, 'base64url'));
+    const decipher = createDecipheriv(
+      'aes-256-gcm',
+      derive(options.secretKey, options.purpose),
+      Buffer.from(iv, 'base64url'),
+    );
     decipher.setAAD(Buffer.from(options.aad, 'utf8'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');

@@ -14,7 +14,14 @@ export function hashToken(token: string): string {
  * ID token's alg: SHA-256 for RS256/ES256, SHA-512 for EdDSA with Ed25519.
  */
 export function atHash(accessToken: string, alg = 'RS256'): string {
-  const hash = alg === 'EdDSA' ? 'sha512' : /(\d{3})$/.exec(alg)?.[1] === '384' ? 'sha384' : /(\d{3})$/.exec(alg)?.[1] === '512' ? 'sha512' : 'sha256';
+  const hash =
+    alg === 'EdDSA'
+      ? 'sha512'
+      : /(\d{3})$/.exec(alg)?.[1] === '384'
+        ? 'sha384'
+        : /(\d{3})$/.exec(alg)?.[1] === '512'
+          ? 'sha512'
+          : 'sha256';
   const digest = createHash(hash).update(accessToken, 'ascii').digest();
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }

@@ -3,7 +3,11 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import { findUserByEmail, findUserById, insertUser, updateUserRow } from '../../db/repositories/users.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { consumeEmailVerificationToken, insertEmailVerificationToken, markAddressVerified } from '../../db/repositories/email-verification.js';
+import {
+  consumeEmailVerificationToken,
+  insertEmailVerificationToken,
+  markAddressVerified,
+} from '../../db/repositories/email-verification.js';
 import type { Config } from '../config.js';
 import type { AccountUser } from '../domain/user.js';
 import { AppError } from '../errors.js';
@@ -21,7 +25,11 @@ export interface RequestMeta {
 }
 
 /** The same message whether the e-mail is unknown or the password wrong (no account enumeration). */
-export const INVALID_CREDENTIALS = new AppError(401, 'INVALID_CREDENTIALS', 'The e-mail address or password is not correct');
+export const INVALID_CREDENTIALS = new AppError(
+  401,
+  'INVALID_CREDENTIALS',
+  'The e-mail address or password is not correct',
+);
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 
@@ -62,7 +70,8 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
     ) {
       const problems: Array<{ field: string; message: string }> = [];
       const email = input.email.trim();
-      if (!EMAIL.test(email) || email.length > 254) problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
+      if (!EMAIL.test(email) || email.length > 254)
+        problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
       const passwordProblem = passwordLengthProblem(input.password);
       if (passwordProblem) problems.push({ field: 'password', message: passwordProblem.message });
       const name = input.name?.trim();
@@ -82,22 +91,38 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
             permissions: '[]',
           });
           const { token, session } = await deps.sessions.create(user.id, meta, trx);
-          await appendAuditEvent(trx, { type: 'user.signed_up', userId: user.id, clientId: pending.clientId ?? null, ip: meta.ip });
+          await appendAuditEvent(trx, {
+            type: 'user.signed_up',
+            userId: user.id,
+            clientId: pending.clientId ?? null,
+            ip: meta.ip,
+          });
           return { user, token, sessionId: session.id };
         });
         await sendVerification(user, pending);
         return { user: toAccountUser(user), sessionToken: token, sessionId };
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw new AppError(409, 'EMAIL_TAKEN', 'An account with this e-mail address exists already; sign in instead', [{ field: 'email', message: 'An account with this e-mail address exists already; sign in instead' }]);
+          throw new AppError(
+            409,
+            'EMAIL_TAKEN',
+            'An account with this e-mail address exists already; sign in instead',
+            [{ field: 'email', message: 'An account with this e-mail address exists already; sign in instead' }],
+          );
         }
         throw error;
       }
     },
 
     async signIn(input: { email: string; password: string }, meta: RequestMeta) {
-      const user = input.email.length <= 254 && input.password.length <= 1024 ? await findUserByEmail(db, input.email.trim()) : undefined;
-      const ok = user?.password_hash && !user.disabled ? await verifyPassword(user.password_hash, input.password) : await verifyAgainstDummy(input.password);
+      const user =
+        input.email.length <= 254 && input.password.length <= 1024
+          ? await findUserByEmail(db, input.email.trim())
+          : undefined;
+      const ok =
+        user?.password_hash && !user.disabled
+          ? await verifyPassword(user.password_hash, input.password)
+          : await verifyAgainstDummy(input.password);
       if (!ok || !user) {
         await appendAuditEvent(db, { type: 'user.sign_in_failed', userId: user?.id ?? null, ip: meta.ip });
         throw INVALID_CREDENTIALS;
@@ -107,7 +132,12 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
       }
       const { token, session } = await db.transaction().execute(async (trx) => {
         const created = await deps.sessions.create(user.id, meta, trx);
-        await appendAuditEvent(trx, { type: 'user.signed_in', userId: user.id, ip: meta.ip, detail: { sessionId: created.session.id } });
+        await appendAuditEvent(trx, {
+          type: 'user.signed_in',
+          userId: user.id,
+          ip: meta.ip,
+          detail: { sessionId: created.session.id },
+        });
         return created;
       });
       return { user: toAccountUser(user), sessionToken: token, sessionId: session.id };

@@ -5,7 +5,12 @@
 // signs them in. Once an admin exists, links are void.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
-import { adminExists as adminExistsIn, consumeSetupTokens, insertSetupToken, isSetupTokenLive } from '../../db/repositories/admin-setup-tokens.js';
+import {
+  adminExists as adminExistsIn,
+  consumeSetupTokens,
+  insertSetupToken,
+  isSetupTokenLive,
+} from '../../db/repositories/admin-setup-tokens.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { insertUser } from '../../db/repositories/users.js';
 import type { Config } from '../config.js';
@@ -46,12 +51,14 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
     async complete(token: string, input: { email: string; name: string; password: string }, meta: RequestMeta) {
       const problems: FieldProblem[] = [];
       const email = input.email.trim();
-      if (!EMAIL.test(email) || email.length > 254) problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
+      if (!EMAIL.test(email) || email.length > 254)
+        problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
       const passwordProblem = passwordLengthProblem(input.password);
       if (passwordProblem) problems.push({ field: 'password', message: passwordProblem.message });
       if (input.name.trim().length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);
-      if (!(await live(token))) throw new AppError(400, 'INVALID_TOKEN', 'This setup link is invalid, expired or was used already');
+      if (!(await live(token)))
+        throw new AppError(400, 'INVALID_TOKEN', 'This setup link is invalid, expired or was used already');
       const passwordHash = await hashPassword(input.password);
       try {
         return await db.transaction().execute(async (trx) => {
@@ -59,7 +66,8 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
           if (!(await consumeSetupTokens(trx, hashToken(token)))) {
             throw new AppError(400, 'INVALID_TOKEN', 'This setup link is invalid, expired or was used already');
           }
-          if (await adminExists(trx)) throw new AppError(409, 'ADMIN_EXISTS', 'An admin exists already; sign in instead');
+          if (await adminExists(trx))
+            throw new AppError(409, 'ADMIN_EXISTS', 'An admin exists already; sign in instead');
           const user = await insertUser(trx, {
             id: randomUUID(),
             email,
@@ -72,14 +80,31 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
             email_verified: true,
             role: 'admin',
           });
-          await appendAuditEvent(trx, { type: 'user.created', actor: 'setup-link', ip: meta.ip, userId: user.id, detail: { role: 'admin' } });
+          await appendAuditEvent(trx, {
+            type: 'user.created',
+            actor: 'setup-link',
+            ip: meta.ip,
+            userId: user.id,
+            detail: { role: 'admin' },
+          });
           const { token: sessionToken } = await deps.sessions.create(user.id, meta, trx);
-          await appendAuditEvent(trx, { type: 'user.signed_in', userId: user.id, ip: meta.ip, detail: { via: 'setup-link' } });
+          await appendAuditEvent(trx, {
+            type: 'user.signed_in',
+            userId: user.id,
+            ip: meta.ip,
+            detail: { via: 'setup-link' },
+          });
           return { user: toAccountUser(user), sessionToken };
         });
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw new AppError(409, 'EMAIL_TAKEN', 'A user with this e-mail address exists already', [{ field: 'email', message: 'A user with this e-mail address exists already; promote it with idp users update <email> --admin' }]);
+          throw new AppError(409, 'EMAIL_TAKEN', 'A user with this e-mail address exists already', [
+            {
+              field: 'email',
+              message:
+                'A user with this e-mail address exists already; promote it with idp users update <email> --admin',
+            },
+          ]);
         }
         throw error;
       }

@@ -71,7 +71,9 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
   }
 
   async function get(clientId: string): Promise<Application> {
-    const found = staticApplications.get(clientId) ?? (await repo.findApplicationRow(db, clientId).then((r) => r && toApplication(r)));
+    const found =
+      staticApplications.get(clientId) ??
+      (await repo.findApplicationRow(db, clientId).then((r) => r && toApplication(r)));
     if (!found) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
     return found;
   }
@@ -84,7 +86,9 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     return row ? toApplication(row) : undefined;
   }
 
-  async function list(options: { q?: string | undefined; limit?: number | undefined; cursor?: string | undefined } = {}): Promise<Page<Application>> {
+  async function list(
+    options: { q?: string | undefined; limit?: number | undefined; cursor?: string | undefined } = {},
+  ): Promise<Page<Application>> {
     const limit = options.limit ?? 50;
     const after = decodeCursor(options.cursor);
     const q = options.q?.toLowerCase();
@@ -153,7 +157,9 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         ...(input.clientLogoUrl !== undefined && { logo_url: input.clientLogoUrl }),
         ...(input.redirectUris !== undefined && { redirect_uris: JSON.stringify(input.redirectUris) }),
         ...(input.allowedWebOrigins !== undefined && { allowed_web_origins: JSON.stringify(input.allowedWebOrigins) }),
-        ...(input.postLogoutRedirectUris !== undefined && { post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris) }),
+        ...(input.postLogoutRedirectUris !== undefined && {
+          post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris),
+        }),
         ...(input.postVerificationRedirectPath !== undefined && {
           post_verification_redirect_path: input.postVerificationRedirectPath,
         }),

@@ -7,11 +7,27 @@ import { validationError, type FieldProblem } from '../errors.js';
 
 /** Every event type this service records (the admin web's filter list). */
 export const AUDIT_EVENT_TYPES = [
-  'application.created', 'application.updated', 'application.deleted',
-  'user.created', 'user.updated', 'user.deleted', 'user.signed_up', 'user.signed_in', 'user.sign_in_failed', 'user.email_verified',
-  'session.revoked', 'authorization.granted', 'consent.granted', 'token.issued', 'token.revoked',
-  'refresh_token.rotated', 'refresh_token.reuse_detected', 'code.reuse_detected',
-  'password_reset.requested', 'password_reset.completed', 'signing_key.rotated',
+  'application.created',
+  'application.updated',
+  'application.deleted',
+  'user.created',
+  'user.updated',
+  'user.deleted',
+  'user.signed_up',
+  'user.signed_in',
+  'user.sign_in_failed',
+  'user.email_verified',
+  'session.revoked',
+  'authorization.granted',
+  'consent.granted',
+  'token.issued',
+  'token.revoked',
+  'refresh_token.rotated',
+  'refresh_token.reuse_detected',
+  'code.reuse_detected',
+  'password_reset.requested',
+  'password_reset.completed',
+  'signing_key.rotated',
 ];
 
 export interface AuditEvent {
@@ -43,7 +59,8 @@ export function createAuditService(deps: { db: Db }) {
         const value = query[field];
         if (value === undefined) return undefined;
         const date = new Date(value);
-        if (Number.isNaN(date.getTime())) problems.push({ field, message: 'must be a date-time such as 2026-11-22T10:00:00Z' });
+        if (Number.isNaN(date.getTime()))
+          problems.push({ field, message: 'must be a date-time such as 2026-11-22T10:00:00Z' });
         return date;
       };
       const from = time('from');
@@ -51,13 +68,21 @@ export function createAuditService(deps: { db: Db }) {
       let beforeId: string | undefined;
       if (query.cursor !== undefined) {
         beforeId = Buffer.from(query.cursor, 'base64url').toString('utf8');
-        if (!/^[1-9]\d{0,18}$/.test(beforeId)) problems.push({ field: 'cursor', message: 'is not a cursor this API returned' });
+        if (!/^[1-9]\d{0,18}$/.test(beforeId))
+          problems.push({ field: 'cursor', message: 'is not a cursor this API returned' });
       }
       if (problems.length) throw validationError(problems);
       const limit = query.limit ?? 50;
       // One type or a comma-separated list of types.
-      const types = query.type?.split(',').map((t) => t.trim()).filter(Boolean);
-      const rows = await pageAuditEvents(deps.db, { types, userId: query.userId, clientId: query.clientId, from, to, beforeId }, limit + 1);
+      const types = query.type
+        ?.split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
+      const rows = await pageAuditEvents(
+        deps.db,
+        { types, userId: query.userId, clientId: query.clientId, from, to, beforeId },
+        limit + 1,
+      );
       const items = rows.slice(0, limit).map((r) => ({
         id: String(r.id),
         type: r.type,
@@ -68,7 +93,9 @@ export function createAuditService(deps: { db: Db }) {
         detail: (typeof r.detail === 'string' ? JSON.parse(r.detail) : r.detail) as Record<string, unknown>,
         createdAt: new Date(r.created_at as unknown as string).toISOString(),
       }));
-      return rows.length > limit ? { items, nextCursor: Buffer.from(items[items.length - 1]!.id, 'utf8').toString('base64url') } : { items };
+      return rows.length > limit
+        ? { items, nextCursor: Buffer.from(items[items.length - 1]!.id, 'utf8').toString('base64url') }
+        : { items };
     },
   };
 }

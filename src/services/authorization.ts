@@ -95,7 +95,9 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   }
 
   /** Client and redirect_uri first: until both are verified, errors are rendered, never redirected. */
-  async function verifyClient(raw: RawParams): Promise<{ app: Application; redirectUri: string; state: string | undefined }> {
+  async function verifyClient(
+    raw: RawParams,
+  ): Promise<{ app: Application; redirectUri: string; state: string | undefined }> {
     let clientId: string | undefined;
     let redirectUri: string | undefined;
     try {
@@ -123,34 +125,46 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     for (const name of Object.keys(raw)) {
       if (Array.isArray(raw[name])) throw new OAuthError('invalid_request', `${name} must not be repeated`);
     }
-    if (single(raw, 'request') !== undefined) throw new OAuthError('request_not_supported', 'request objects are not supported');
-    if (single(raw, 'request_uri') !== undefined) throw new OAuthError('request_uri_not_supported', 'request_uri is not supported');
+    if (single(raw, 'request') !== undefined)
+      throw new OAuthError('request_not_supported', 'request objects are not supported');
+    if (single(raw, 'request_uri') !== undefined)
+      throw new OAuthError('request_uri_not_supported', 'request_uri is not supported');
     const responseType = single(raw, 'response_type');
     if (!responseType) throw new OAuthError('invalid_request', 'response_type is required');
-    if (responseType !== 'code') throw new OAuthError('unsupported_response_type', 'only response_type=code is supported');
+    if (responseType !== 'code')
+      throw new OAuthError('unsupported_response_type', 'only response_type=code is supported');
     const responseMode = single(raw, 'response_mode');
-    if (responseMode !== undefined && responseMode !== 'query') throw new OAuthError('invalid_request', 'only response_mode=query is supported');
+    if (responseMode !== undefined && responseMode !== 'query')
+      throw new OAuthError('invalid_request', 'only response_mode=query is supported');
     const scope = parseRequestedScope(single(raw, 'scope'), app.allowedScopes);
     const codeChallenge = single(raw, 'code_challenge');
     const method = single(raw, 'code_challenge_method');
     if (!codeChallenge) throw new OAuthError('invalid_request', 'code_challenge is required (PKCE)');
     if (!method) throw new OAuthError('invalid_request', 'code_challenge_method is required and must be S256');
     if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
-    if (!isValidCodeChallenge(codeChallenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters');
+    if (!isValidCodeChallenge(codeChallenge))
+      throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters');
     const prompt = splitScope(single(raw, 'prompt') ?? '');
     const unknownPrompt = prompt.filter((p) => !PROMPTS.has(p));
-    if (unknownPrompt.length) throw new OAuthError('invalid_request', `unsupported prompt value: ${unknownPrompt.join(' ')}`);
-    if (prompt.includes('none') && prompt.length > 1) throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
+    if (unknownPrompt.length)
+      throw new OAuthError('invalid_request', `unsupported prompt value: ${unknownPrompt.join(' ')}`);
+    if (prompt.includes('none') && prompt.length > 1)
+      throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
     const maxAgeRaw = single(raw, 'max_age');
     let maxAge: number | undefined;
     if (maxAgeRaw !== undefined) {
-      if (!/^\d{1,10}$/.test(maxAgeRaw)) throw new OAuthError('invalid_request', 'max_age must be a non-negative integer');
+      if (!/^\d{1,10}$/.test(maxAgeRaw))
+        throw new OAuthError('invalid_request', 'max_age must be a non-negative integer');
       maxAge = Number(maxAgeRaw);
     }
     const state = single(raw, 'state');
     const nonce = single(raw, 'nonce');
     const loginHint = single(raw, 'login_hint');
-    for (const [name, value] of [['state', state], ['nonce', nonce], ['login_hint', loginHint]] as const) {
+    for (const [name, value] of [
+      ['state', state],
+      ['nonce', nonce],
+      ['login_hint', loginHint],
+    ] as const) {
       if (value !== undefined && value.length > 2048) throw new OAuthError('invalid_request', `${name} is too long`);
     }
     return {
@@ -167,7 +181,10 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   }
 
   const notFound = () =>
-    new AuthorizeRenderError('invalid_request', 'this sign-in request has expired or was already used (or was started in another browser); start again from the application');
+    new AuthorizeRenderError(
+      'invalid_request',
+      'this sign-in request has expired or was already used (or was started in another browser); start again from the application',
+    );
 
   /** The step a pending request is at for the session presenting it (see the state machine above). */
   async function nextStep(request: AuthorizationRequestRow, ctx: SessionContext | undefined): Promise<Step> {
@@ -178,7 +195,10 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       return params.prompt.includes('create') ? 'sign-up' : 'sign-in';
     }
     // A sign-in on this request counts only for the session it created.
-    const signedInHere = request.login_completed_at !== null && request.login_session_id === ctx.session.id && request.login_user_id === ctx.user.id;
+    const signedInHere =
+      request.login_completed_at !== null &&
+      request.login_session_id === ctx.session.id &&
+      request.login_user_id === ctx.user.id;
     if (params.prompt.includes('login') && !signedInHere) return 'sign-in';
     if (params.max_age !== undefined && !signedInHere) {
       const age = (Date.now() - new Date(ctx.session.auth_time).getTime()) / 1000;
@@ -192,7 +212,8 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       return 'verify-email';
     }
     // Consent on this request counts only for the user who gave it, and only for the scopes shown.
-    const consentedHere = request.consent_user_id === ctx.user.id && params.scope.every((s) => request.consent_scopes?.includes(s));
+    const consentedHere =
+      request.consent_user_id === ctx.user.id && params.scope.every((s) => request.consent_scopes?.includes(s));
     if (!consentedHere) {
       const remembered = (await findConsent(db, ctx.user.id, params.client_id)) ?? [];
       if (params.prompt.includes('consent') || params.scope.some((s) => !remembered.includes(s))) {
@@ -203,13 +224,20 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return 'issue';
   }
 
-  async function findBound(requestId: string, browser: string | undefined): Promise<AuthorizationRequestRow | undefined> {
+  async function findBound(
+    requestId: string,
+    browser: string | undefined,
+  ): Promise<AuthorizationRequestRow | undefined> {
     if (!browser || requestId.length > 128) return undefined;
     return requests.findPendingAuthorizationRequest(db, requestId, hashToken(browser));
   }
 
   /** The next step for a stored request of this browser, given who is signed in. */
-  async function decide(requestId: string, browser: string | undefined, ctx: SessionContext | undefined): Promise<Decision> {
+  async function decide(
+    requestId: string,
+    browser: string | undefined,
+    ctx: SessionContext | undefined,
+  ): Promise<Decision> {
     const request = await findBound(requestId, browser);
     if (!request) throw notFound();
     return decideFor(request, ctx);
@@ -228,14 +256,25 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return { kind: step, requestId: request.id };
   }
 
-  async function issueCode(requestId: string, params: AuthorizationRequestParams, ctx: SessionContext): Promise<Decision> {
+  async function issueCode(
+    requestId: string,
+    params: AuthorizationRequestParams,
+    ctx: SessionContext,
+  ): Promise<Decision> {
     const code = generateToken();
     const completed = await db.transaction().execute(async (trx) => {
       // Completing the request and issuing the code happen together, once.
       if (!(await requests.completeAuthorizationRequest(trx, requestId))) return false;
       const grantId = randomUUID();
       const scope = formatScope(params.scope);
-      await insertGrant(trx, { id: grantId, user_id: ctx.user.id, client_id: params.client_id, scope, session_id: ctx.session.id, auth_time: ctx.session.auth_time });
+      await insertGrant(trx, {
+        id: grantId,
+        user_id: ctx.user.id,
+        client_id: params.client_id,
+        scope,
+        session_id: ctx.session.id,
+        auth_time: ctx.session.auth_time,
+      });
       await insertAuthorizationCode(trx, {
         code_hash: hashToken(code),
         grant_id: grantId,
@@ -249,10 +288,19 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         session_id: ctx.session.id,
         expires_at: new Date(Date.now() + config.ttl.authorizationCode * 1000),
       });
-      await appendAuditEvent(trx, { type: 'authorization.granted', userId: ctx.user.id, clientId: params.client_id, detail: { scope, grantId } });
+      await appendAuditEvent(trx, {
+        type: 'authorization.granted',
+        userId: ctx.user.id,
+        clientId: params.client_id,
+        detail: { scope, grantId },
+      });
       return true;
     });
-    if (!completed) throw new AuthorizeRenderError('invalid_request', 'this sign-in request was already used; start again from the application');
+    if (!completed)
+      throw new AuthorizeRenderError(
+        'invalid_request',
+        'this sign-in request was already used; start again from the application',
+      );
     return { kind: 'redirect', url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }) };
   }
 
@@ -283,7 +331,10 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     decide,
 
     /** A pending request of this browser (what the pages show of it), with its application. */
-    async pendingRequest(requestId: string, browser: string | undefined): Promise<{ request: PendingRequest; app: Application } | undefined> {
+    async pendingRequest(
+      requestId: string,
+      browser: string | undefined,
+    ): Promise<{ request: PendingRequest; app: Application } | undefined> {
       const request = await findBound(requestId, browser);
       if (!request) return undefined;
       const app = await deps.applications.find(request.client_id);
@@ -291,7 +342,11 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     },
 
     /** After a sign-in or sign-up on a request: records who signed in, in which session. */
-    async recordSignIn(requestId: string, browser: string | undefined, who: { userId: string; sessionId: string }): Promise<boolean> {
+    async recordSignIn(
+      requestId: string,
+      browser: string | undefined,
+      who: { userId: string; sessionId: string },
+    ): Promise<boolean> {
       if (!browser) return false;
       return requests.recordRequestSignIn(db, requestId, hashToken(browser), who);
     },
@@ -301,7 +356,12 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
      * allow remembers the scopes and continues; deny ends the request with access_denied. At any other
      * step nothing is recorded and the browser goes to the step that is due.
      */
-    async consent(requestId: string, browser: string | undefined, ctx: SessionContext, allow: boolean): Promise<Decision> {
+    async consent(
+      requestId: string,
+      browser: string | undefined,
+      ctx: SessionContext,
+      allow: boolean,
+    ): Promise<Decision> {
       const request = await findBound(requestId, browser);
       if (!request) throw notFound();
       if (!allow) {
@@ -313,11 +373,19 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       const recorded = await db.transaction().execute(async (trx) => {
         if (!(await requests.recordRequestConsent(trx, requestId, ctx.user.id, scopes))) return false;
         await upsertConsent(trx, ctx.user.id, request.client_id, scopes);
-        await appendAuditEvent(trx, { type: 'consent.granted', userId: ctx.user.id, clientId: request.client_id, detail: { scope: formatScope(scopes) } });
+        await appendAuditEvent(trx, {
+          type: 'consent.granted',
+          userId: ctx.user.id,
+          clientId: request.client_id,
+          detail: { scope: formatScope(scopes) },
+        });
         return true;
       });
       if (!recorded) throw notFound();
-      return decideFor({ ...request, consent_user_id: ctx.user.id, consent_scopes: scopes, consent_given_at: new Date() }, ctx);
+      return decideFor(
+        { ...request, consent_user_id: ctx.user.id, consent_scopes: scopes, consent_given_at: new Date() },
+        ctx,
+      );
     },
   };
 }

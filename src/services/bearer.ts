@@ -22,7 +22,11 @@ export interface BearerAuth {
   user: BearerUser | undefined;
 }
 
-export function createBearerService(deps: { db: Db; sessionIdleSeconds: number; staticApplications: StaticApplications }) {
+export function createBearerService(deps: {
+  db: Db;
+  sessionIdleSeconds: number;
+  staticApplications: StaticApplications;
+}) {
   return {
     /** The live token's authentication, or undefined (unknown, expired, revoked, disabled). */
     async authenticate(token: string): Promise<BearerAuth | undefined> {
@@ -41,7 +45,13 @@ export function createBearerService(deps: { db: Db; sessionIdleSeconds: number; 
         if (disabled) return undefined;
         bearerUser = claims;
       }
-      return { tokenHash, scopes: splitScope(row.scope), clientId: row.client_id, userId: row.user_id, user: bearerUser };
+      return {
+        tokenHash,
+        scopes: splitScope(row.scope),
+        clientId: row.client_id,
+        userId: row.user_id,
+        user: bearerUser,
+      };
     },
   };
 }

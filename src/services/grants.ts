@@ -7,7 +7,11 @@ import { consumeAuthorizationCode, type AuthorizationCodeRow } from '../../db/re
 import { revokeGrant } from '../../db/repositories/grants.js';
 import { lockRefreshToken } from '../../db/repositories/refresh-tokens.js';
 import { findUserById } from '../../db/repositories/users.js';
-import { authorizationCodeGrant, type AuthorizationCodeStore, type CodeRecord } from '../oauth/grants/authorization-code.js';
+import {
+  authorizationCodeGrant,
+  type AuthorizationCodeStore,
+  type CodeRecord,
+} from '../oauth/grants/authorization-code.js';
 import type { GrantClient, GrantHandler, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
 import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
 import type { TokenIssuer } from './token-issuer.js';
@@ -42,7 +46,12 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
     async revokeReplayedGrant(code) {
       await db.transaction().execute(async (trx) => {
         await revokeGrant(trx, code.grantId);
-        await appendAuditEvent(trx, { type: 'code.reuse_detected', userId: code.userId, clientId: code.clientId, detail: { grantId: code.grantId } });
+        await appendAuditEvent(trx, {
+          type: 'code.reuse_detected',
+          userId: code.userId,
+          clientId: code.clientId,
+          detail: { grantId: code.grantId },
+        });
       });
     },
     isUserActive: (userId) => isUserActive(db, userId),
@@ -91,7 +100,12 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
             }),
           async revokeFamily(t) {
             await revokeGrant(trx, t.grantId);
-            await appendAuditEvent(trx, { type: 'refresh_token.reuse_detected', userId: t.userId, clientId: t.clientId, detail: { grantId: t.grantId } });
+            await appendAuditEvent(trx, {
+              type: 'refresh_token.reuse_detected',
+              userId: t.userId,
+              clientId: t.clientId,
+              detail: { grantId: t.grantId },
+            });
           },
           isUserActive: (userId) => isUserActive(trx, userId),
           rotate: (t, scope) =>
@@ -111,6 +125,9 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
     respond: issuer.respond,
   };
 
-  const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [handler.grantType, (params, client) => handler.handle(params, client, store)];
+  const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [
+    handler.grantType,
+    (params, client) => handler.handle(params, client, store),
+  ];
   return new Map([bind(authorizationCodeGrant, codeStore), bind(refreshTokenGrant, refreshStore)]);
 }

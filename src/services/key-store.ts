@@ -3,7 +3,13 @@
 import * as jose from 'jose';
 import type { Db } from '../../db/create-db.js';
 import { insertCurrentKeyIfNone, listPublishedKeys, type SigningKeyRow } from '../../db/repositories/signing-keys.js';
-import { decryptPrivateJwk, encryptPrivateJwk, generateSigningKey, publicMembers, type SigningAlg } from '../oauth/keys.js';
+import {
+  decryptPrivateJwk,
+  encryptPrivateJwk,
+  generateSigningKey,
+  publicMembers,
+  type SigningAlg,
+} from '../oauth/keys.js';
 
 export interface SigningKey {
   kid: string;
@@ -24,7 +30,11 @@ export class KeyStore {
   constructor(
     private readonly db: Db,
     private readonly secretKey: string,
-    private readonly options: { refreshSeconds?: number; defaultAlg?: SigningAlg; onGenerated?: (kid: string) => void } = {},
+    private readonly options: {
+      refreshSeconds?: number;
+      defaultAlg?: SigningAlg;
+      onGenerated?: (kid: string) => void;
+    } = {},
   ) {}
 
   /** Generates the first key when the database has none (safe when several instances start at once). */
@@ -59,7 +69,10 @@ export class KeyStore {
               : {
                   kid: currentRow.kid,
                   alg: currentRow.alg as SigningAlg,
-                  key: (await jose.importJWK(decryptPrivateJwk(currentRow.private_jwk, currentRow.kid, this.secretKey), currentRow.alg)) as jose.CryptoKey,
+                  key: (await jose.importJWK(
+                    decryptPrivateJwk(currentRow.private_jwk, currentRow.kid, this.secretKey),
+                    currentRow.alg,
+                  )) as jose.CryptoKey,
                 },
         };
         this.#snapshot = snapshot;

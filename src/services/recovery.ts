@@ -33,7 +33,8 @@ export function passwordChangedNotice(config: Pick<Config, 'loginUrl'>, email: s
   return passwordChangedMail(email, new Date(), `${config.loginUrl}/forgot-password`);
 }
 
-export const invalidResetToken = () => new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
+export const invalidResetToken = () =>
+  new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
 
 export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; log: ServiceLog }) {
@@ -57,7 +58,13 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
     } catch {
       return undefined;
     }
-    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.href.length > 2048) return undefined;
+    if (
+      (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+      url.username ||
+      url.password ||
+      url.href.length > 2048
+    )
+      return undefined;
     if (!firstParty.has(url.origin)) return undefined;
     return url.href;
   }
@@ -89,7 +96,12 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
         redirect_to: target,
         expires_at: new Date(Date.now() + config.ttl.resetToken * 1000),
       });
-      await appendAuditEvent(trx, { type: 'password_reset.requested', userId: user.id, ip: meta.ip, detail: { superseded } });
+      await appendAuditEvent(trx, {
+        type: 'password_reset.requested',
+        userId: user.id,
+        ip: meta.ip,
+        detail: { superseded },
+      });
     });
     // The link carries the checked target, so an unusable link can still send the browser back there.
     const link = `${config.issuer}/reset-password/${token}?redirectTo=${encodeURIComponent(target)}`;
@@ -101,13 +113,21 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
     resetPage,
 
     /** Checks the target (400 INVALID_REDIRECT) and returns at once; the rest happens in the background. */
-    async requestReset(input: { email: string; redirectTo: string }, meta: RequestMeta): Promise<typeof GENERIC_RESET_RESPONSE> {
+    async requestReset(
+      input: { email: string; redirectTo: string },
+      meta: RequestMeta,
+    ): Promise<typeof GENERIC_RESET_RESPONSE> {
       const target = trustedTarget(input.redirectTo);
       if (!target) {
-        throw new AppError(400, 'INVALID_REDIRECT', 'redirectTo must be a URL on the login origin or on one of the FIRST_PARTY_ORIGINS');
+        throw new AppError(
+          400,
+          'INVALID_REDIRECT',
+          'redirectTo must be a URL on the login origin or on one of the FIRST_PARTY_ORIGINS',
+        );
       }
       const email = input.email.trim();
-      if (email.length >= 3 && email.length <= 254 && email.includes('@')) inBackground(() => issue(email, target, meta));
+      if (email.length >= 3 && email.length <= 254 && email.includes('@'))
+        inBackground(() => issue(email, target, meta));
       return GENERIC_RESET_RESPONSE;
     },
 
@@ -129,7 +149,8 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
 
     async resetPassword(input: { token: string; newPassword: string }, meta: RequestMeta): Promise<void> {
       const problem = passwordLengthProblem(input.newPassword);
-      if (problem) throw new AppError(400, problem.code, problem.message, [{ field: 'newPassword', message: problem.message }]);
+      if (problem)
+        throw new AppError(400, problem.code, problem.message, [{ field: 'newPassword', message: problem.message }]);
       if (!TOKEN_SHAPE.test(input.token)) throw invalidResetToken();
       const tokenHash = hashToken(input.token);
       // A cheap check first, so that a dead link costs no password hash.
@@ -143,8 +164,16 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
         // Following a link mailed to the address proves the address too.
         const updated = await updateUserRow(trx, row.user_id, { password_hash: passwordHash, email_verified: true });
         // The same revocation as an operator's password change (src/services/revocation.ts).
-        const { sessionIds, grants } = await revokeUserAccess(trx, row.user_id, { reason: 'password_reset', ip: meta.ip });
-        await appendAuditEvent(trx, { type: 'password_reset.completed', userId: row.user_id, ip: meta.ip, detail: { sessionsRevoked: sessionIds.length, grantsRevoked: grants } });
+        const { sessionIds, grants } = await revokeUserAccess(trx, row.user_id, {
+          reason: 'password_reset',
+          ip: meta.ip,
+        });
+        await appendAuditEvent(trx, {
+          type: 'password_reset.completed',
+          userId: row.user_id,
+          ip: meta.ip,
+          detail: { sessionsRevoked: sessionIds.length, grantsRevoked: grants },
+        });
         return updated;
       });
       if (!user) throw invalidResetToken();

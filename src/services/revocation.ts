@@ -22,7 +22,11 @@ export interface RevocationContext {
   ip?: string | null | undefined;
 }
 
-export async function revokeUserAccess(trx: Tx, userId: string, context: RevocationContext): Promise<{ sessionIds: string[]; grants: number }> {
+export async function revokeUserAccess(
+  trx: Tx,
+  userId: string,
+  context: RevocationContext,
+): Promise<{ sessionIds: string[]; grants: number }> {
   const sessionIds = await revokeUserSessions(trx, userId);
   const liveGrants = (await listUserGrants(trx, userId)).filter((g) => !g.revoked_at);
   const grants = await revokeAllUserTokens(trx, userId);
@@ -32,7 +36,12 @@ export async function revokeUserAccess(trx: Tx, userId: string, context: Revocat
     await appendAuditEvent(trx, { type: 'session.revoked', ...common, detail: { sessionId, reason: context.reason } });
   }
   for (const grant of liveGrants) {
-    await appendAuditEvent(trx, { type: 'token.revoked', ...common, clientId: grant.client_id, detail: { grantId: grant.id, reason: context.reason } });
+    await appendAuditEvent(trx, {
+      type: 'token.revoked',
+      ...common,
+      clientId: grant.client_id,
+      detail: { grantId: grant.id, reason: context.reason },
+    });
   }
   return { sessionIds, grants };
 }

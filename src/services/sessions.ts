@@ -42,7 +42,12 @@ export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSec
         if (session) {
           // The session's access tokens end with it; offline tokens issued by refresh are not bound to it.
           await revokeSessionAccessTokens(trx, [session.id]);
-          await appendAuditEvent(trx, { type: 'session.revoked', userId: session.user_id, ip: actor.ip ?? null, detail: { sessionId: session.id, reason: 'sign-out' } });
+          await appendAuditEvent(trx, {
+            type: 'session.revoked',
+            userId: session.user_id,
+            ip: actor.ip ?? null,
+            detail: { sessionId: session.id, reason: 'sign-out' },
+          });
         }
       });
     },

@@ -31,7 +31,12 @@ const toInfo = (r: repo.SigningKeyRow): KeyInfo => ({
   retiredAt: r.retired_at ? new Date(r.retired_at).toISOString() : null,
 });
 
-export function createSigningKeyService(deps: { db: Db; secretKey: string; jwksMaxAgeSeconds: number; refreshSeconds: number }) {
+export function createSigningKeyService(deps: {
+  db: Db;
+  secretKey: string;
+  jwksMaxAgeSeconds: number;
+  refreshSeconds: number;
+}) {
   const { db } = deps;
 
   async function newKey(state: 'next' | 'current', alg: SigningAlg) {
@@ -86,7 +91,12 @@ export function createSigningKeyService(deps: { db: Db; secretKey: string; jwksM
         if (current) await repo.setKeyState(trx, current.kid, 'retired');
         await repo.setKeyState(trx, next.kid, 'current');
         await repo.insertKey(trx, pending);
-        await appendAuditEvent(trx, { type: 'signing_key.rotated', actor: context.actor, ip: context.ip, detail: { current: next.kid, retired: current?.kid ?? null, next: pending.kid } });
+        await appendAuditEvent(trx, {
+          type: 'signing_key.rotated',
+          actor: context.actor,
+          ip: context.ip,
+          detail: { current: next.kid, retired: current?.kid ?? null, next: pending.kid },
+        });
       });
       return this.list();
     },
@@ -97,9 +107,15 @@ export function createSigningKeyService(deps: { db: Db; secretKey: string; jwksM
         const keys = await repo.lockAllKeys(trx);
         const key = keys.find((k) => k.kid === kid);
         if (!key) throw notFound('KEY_NOT_FOUND', `No published key ${kid}`);
-        if (key.state === 'current') throw conflict('KEY_IS_CURRENT', `${kid} is signing; rotate first, then retire it`);
+        if (key.state === 'current')
+          throw conflict('KEY_IS_CURRENT', `${kid} is signing; rotate first, then retire it`);
         await repo.deleteKey(trx, kid);
-        await appendAuditEvent(trx, { type: 'signing_key.rotated', actor: context.actor, ip: context.ip, detail: { removed: kid, state: key.state } });
+        await appendAuditEvent(trx, {
+          type: 'signing_key.rotated',
+          actor: context.actor,
+          ip: context.ip,
+          detail: { removed: kid, state: key.state },
+        });
       });
       return this.list();
     },

@@ -6,7 +6,11 @@ import { randomUUID } from 'node:crypto';
 import type { Tx } from '../../db/create-db.js';
 import { insertAccessToken, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { findRefreshTokenByHash, insertRefreshToken, markRefreshTokenUsed } from '../../db/repositories/refresh-tokens.js';
+import {
+  findRefreshTokenByHash,
+  insertRefreshToken,
+  markRefreshTokenUsed,
+} from '../../db/repositories/refresh-tokens.js';
 import type { Config } from '../config.js';
 import type { IssuedTokens, TokenResponse } from '../oauth/grants/grant.js';
 import { signIdToken } from '../oauth/id-token.js';
@@ -55,7 +59,10 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
       });
       if (refreshToken) {
         const successorHash = hashToken(refreshToken);
-        const absolute = input.refresh.kind === 'rotate' ? input.refresh.absoluteExpiresAt : new Date(now + config.ttl.refreshTokenAbsolute * 1000);
+        const absolute =
+          input.refresh.kind === 'rotate'
+            ? input.refresh.absoluteExpiresAt
+            : new Date(now + config.ttl.refreshTokenAbsolute * 1000);
         await insertRefreshToken(trx, {
           id: randomUUID(),
           token_hash: successorHash,
@@ -72,14 +79,26 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
           await markRefreshTokenUsed(trx, input.refresh.presentedHash, {
             hash: successorHash,
             sealed: grace ? seal(refreshToken, { secretKey, purpose: SEAL_PURPOSE, aad: successorHash }) : null,
-            accessSealed: grace ? seal(accessToken, { secretKey, purpose: SEAL_PURPOSE, aad: `${successorHash}:access` }) : null,
+            accessSealed: grace
+              ? seal(accessToken, { secretKey, purpose: SEAL_PURPOSE, aad: `${successorHash}:access` })
+              : null,
           });
         }
       }
       if (input.refresh.kind === 'rotate') {
-        await appendAuditEvent(trx, { type: 'refresh_token.rotated', userId: input.userId, clientId: input.clientId, detail: { grantId: input.grantId, scope: input.scope } });
+        await appendAuditEvent(trx, {
+          type: 'refresh_token.rotated',
+          userId: input.userId,
+          clientId: input.clientId,
+          detail: { grantId: input.grantId, scope: input.scope },
+        });
       } else {
-        await appendAuditEvent(trx, { type: 'token.issued', userId: input.userId, clientId: input.clientId, detail: { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) } });
+        await appendAuditEvent(trx, {
+          type: 'token.issued',
+          userId: input.userId,
+          clientId: input.clientId,
+          detail: { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) },
+        });
       }
       return {
         accessToken,
@@ -100,15 +119,28 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
      */
     async liveSuccessor(
       trx: Tx,
-      used: { usedAt: Date; successorHash: string | null; successorSealed: string | null; successorAccessSealed: string | null; userId: string; clientId: string; authTime: Date | null },
+      used: {
+        usedAt: Date;
+        successorHash: string | null;
+        successorSealed: string | null;
+        successorAccessSealed: string | null;
+        userId: string;
+        clientId: string;
+        authTime: Date | null;
+      },
     ): Promise<IssuedTokens | undefined> {
       if (!grace || Date.now() - used.usedAt.getTime() > config.ttl.refreshTokenGrace * 1000) return undefined;
       if (!used.successorHash || !used.successorSealed || !used.successorAccessSealed) return undefined;
       const successor = await findRefreshTokenByHash(trx, used.successorHash);
       const refreshToken = unseal(used.successorSealed, { secretKey, purpose: SEAL_PURPOSE, aad: used.successorHash });
-      const accessToken = unseal(used.successorAccessSealed, { secretKey, purpose: SEAL_PURPOSE, aad: `${used.successorHash}:access` });
+      const accessToken = unseal(used.successorAccessSealed, {
+        secretKey,
+        purpose: SEAL_PURPOSE,
+        aad: `${used.successorHash}:access`,
+      });
       const access = accessToken ? await findAccessTokenByHash(trx, hashToken(accessToken)) : undefined;
-      if (!successor || successor.used_at || successor.revoked_at || !refreshToken || !accessToken || !access) return undefined;
+      if (!successor || successor.used_at || successor.revoked_at || !refreshToken || !accessToken || !access)
+        return undefined;
       return {
         accessToken,
         refreshToken,

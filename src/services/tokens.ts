@@ -12,25 +12,49 @@ export function createTokenService(deps: { db: Db }) {
       return db.transaction().execute(async (trx) => {
         const family = await revokeRefreshFamilyByHash(trx, refreshHash);
         if (family) {
-          await appendAuditEvent(trx, { type: 'token.revoked', userId: family.userId, clientId: family.clientId, ip, detail: { kind: 'refresh_token', grantId: family.grantId, reason: 'cookie-logout' } });
+          await appendAuditEvent(trx, {
+            type: 'token.revoked',
+            userId: family.userId,
+            clientId: family.clientId,
+            ip,
+            detail: { kind: 'refresh_token', grantId: family.grantId, reason: 'cookie-logout' },
+          });
         }
         return Boolean(family);
       });
     },
 
     /** Revokes a token of this client, whichever kind it is; the hint only decides which is tried first. */
-    async revoke(tokenHash: string, clientId: string, hint: 'access_token' | 'refresh_token', ip: string | null): Promise<void> {
+    async revoke(
+      tokenHash: string,
+      clientId: string,
+      hint: 'access_token' | 'refresh_token',
+      ip: string | null,
+    ): Promise<void> {
       await db.transaction().execute(async (trx) => {
         const tryRefresh = async () => {
           const family = await revokeRefreshFamily(trx, tokenHash, clientId);
-          if (family) await appendAuditEvent(trx, { type: 'token.revoked', userId: family.userId, clientId, ip, detail: { kind: 'refresh_token', grantId: family.grantId } });
+          if (family)
+            await appendAuditEvent(trx, {
+              type: 'token.revoked',
+              userId: family.userId,
+              clientId,
+              ip,
+              detail: { kind: 'refresh_token', grantId: family.grantId },
+            });
           return Boolean(family);
         };
         const tryAccess = async () => {
           const row = await findAccessTokenByHash(trx, tokenHash);
           if (!row || row.client_id !== clientId) return false;
           await revokeAccessToken(trx, tokenHash);
-          await appendAuditEvent(trx, { type: 'token.revoked', userId: row.user_id, clientId, ip, detail: { kind: 'access_token', grantId: row.grant_id } });
+          await appendAuditEvent(trx, {
+            type: 'token.revoked',
+            userId: row.user_id,
+            clientId,
+            ip,
+            detail: { kind: 'access_token', grantId: row.grant_id },
+          });
           return true;
         };
         if (hint === 'access_token') {

@@ -34,16 +34,27 @@ export function createUserAccessService(deps: { db: Db; users: UserService }) {
       }));
     },
 
-    async revokeSessions(ref: string, context: ActorContext, sessionId?: string): Promise<{ sessions: number; grants: number }> {
+    async revokeSessions(
+      ref: string,
+      context: ActorContext,
+      sessionId?: string,
+    ): Promise<{ sessions: number; grants: number }> {
       const id = await userId(ref);
       return db.transaction().execute(async (trx) => {
         const revoked = await sessions.revokeUserSessions(trx, id, sessionId);
-        if (sessionId && revoked.length === 0) throw notFound('SESSION_NOT_FOUND', `No live session ${sessionId} of this user`);
+        if (sessionId && revoked.length === 0)
+          throw notFound('SESSION_NOT_FOUND', `No live session ${sessionId} of this user`);
         const grants = await liveGrantIds(trx, id, { sessionIds: revoked });
         for (const grantId of grants) await revokeGrant(trx, grantId);
         await revokeSessionAccessTokens(trx, revoked);
         for (const s of revoked) {
-          await appendAuditEvent(trx, { type: 'session.revoked', actor: context.actor, ip: context.ip, userId: id, detail: { sessionId: s, reason: 'admin' } });
+          await appendAuditEvent(trx, {
+            type: 'session.revoked',
+            actor: context.actor,
+            ip: context.ip,
+            userId: id,
+            detail: { sessionId: s, reason: 'admin' },
+          });
         }
         return { sessions: revoked.length, grants: grants.length };
       });
@@ -51,7 +62,14 @@ export function createUserAccessService(deps: { db: Db; users: UserService }) {
 
     async listGrants(ref: string) {
       const rows = await listUserGrants(db, await userId(ref));
-      return rows.map((g) => ({ id: g.id, clientId: g.client_id, scope: g.scope, sessionId: g.session_id, createdAt: iso(g.created_at)!, revokedAt: iso(g.revoked_at) }));
+      return rows.map((g) => ({
+        id: g.id,
+        clientId: g.client_id,
+        scope: g.scope,
+        sessionId: g.session_id,
+        createdAt: iso(g.created_at)!,
+        revokedAt: iso(g.revoked_at),
+      }));
     },
 
     async revokeGrants(ref: string, context: ActorContext, grantId?: string): Promise<{ grants: number }> {
@@ -63,7 +81,14 @@ export function createUserAccessService(deps: { db: Db; users: UserService }) {
         for (const g of grants) await revokeGrant(trx, g);
         await deleteConsents(trx, id, grantId ? [...new Set(rows.map((r) => r.client_id))] : undefined);
         for (const g of rows) {
-          await appendAuditEvent(trx, { type: 'token.revoked', actor: context.actor, ip: context.ip, userId: id, clientId: g.client_id, detail: { grantId: g.id, reason: 'admin' } });
+          await appendAuditEvent(trx, {
+            type: 'token.revoked',
+            actor: context.actor,
+            ip: context.ip,
+            userId: id,
+            clientId: g.client_id,
+            detail: { grantId: g.id, reason: 'admin' },
+          });
         }
         return { grants: grants.length };
       });

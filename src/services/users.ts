@@ -61,7 +61,9 @@ export function createUserService(deps: UserServiceDeps) {
     return toUser(row);
   }
 
-  async function list(options: { q?: string | undefined; limit?: number | undefined; cursor?: string | undefined } = {}): Promise<Page<User>> {
+  async function list(
+    options: { q?: string | undefined; limit?: number | undefined; cursor?: string | undefined } = {},
+  ): Promise<Page<User>> {
     const limit = options.limit ?? 50;
     let after: string | undefined;
     if (options.cursor !== undefined) {
@@ -141,7 +143,11 @@ export function createUserService(deps: UserServiceDeps) {
           detail: { fields: Object.keys(input) },
         });
         if (passwordHash !== undefined || input.disabled === true) {
-          await revokeUserAccess(trx, id, { reason: passwordHash !== undefined ? 'password_changed' : 'user_disabled', actor: context.actor, ip: context.ip });
+          await revokeUserAccess(trx, id, {
+            reason: passwordHash !== undefined ? 'password_changed' : 'user_disabled',
+            actor: context.actor,
+            ip: context.ip,
+          });
         }
         if (emailChanged) {
           // Links mailed to the old address must not reset or verify the account at the new one.

@@ -13,13 +13,20 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 2
 
   await t.test('create --json with repeated options', async (t) => {
     const r = await cli.run([
-      'apps', 'create',
-      '--name', 'CLI Test App',
-      '--redirect-uri', redirectUris[0]!,
-      '--redirect-uri', redirectUris[1]!,
-      '--origin', 'https://app.example.com',
-      '--scope', 'openid',
-      '--scope', 'email',
+      'apps',
+      'create',
+      '--name',
+      'CLI Test App',
+      '--redirect-uri',
+      redirectUris[0]!,
+      '--redirect-uri',
+      redirectUris[1]!,
+      '--origin',
+      'https://app.example.com',
+      '--scope',
+      'openid',
+      '--scope',
+      'email',
       '--json',
     ]);
     exits(t, r, 0);
@@ -39,7 +46,15 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 2
   if (!clientId) return t.fail('create failed; the rest depends on it');
 
   await t.test('create with an invalid redirect URI: exit 1, the field named, nothing created', async (t) => {
-    const r = await cli.run(['apps', 'create', '--name', 'Bad App', '--redirect-uri', 'http://evil.example.com/cb', '--json']);
+    const r = await cli.run([
+      'apps',
+      'create',
+      '--name',
+      'Bad App',
+      '--redirect-uri',
+      'http://evil.example.com/cb',
+      '--json',
+    ]);
     exits(t, r, 1);
     t.match(r.stderr, /redirectUris\.0/);
     t.match(r.stderr, /http is allowed only for loopback hosts/);

@@ -58,9 +58,16 @@ t.test('migrate applies 0001-initial once; --status --json reports it applied', 
   const initial = report.migrations.find((m) => m.name === '0001-initial');
   t.equal(initial?.applied, true);
   t.ok(initial?.executedAt && !Number.isNaN(Date.parse(initial.executedAt)), 'with the time it was applied');
-  t.ok(report.migrations.every((m) => m.applied), 'nothing pending');
+  t.ok(
+    report.migrations.every((m) => m.applied),
+    'nothing pending',
+  );
   if (usingPostgres) {
-    t.equal(report.database, describeDatabaseUrl(process.env.DATABASE_URL!), 'the database, without credentials or options');
+    t.equal(
+      report.database,
+      describeDatabaseUrl(process.env.DATABASE_URL!),
+      'the database, without credentials or options',
+    );
   } else {
     t.equal(report.database, `embedded PGlite in ${cli.dataDir}/pglite`);
   }
@@ -106,26 +113,30 @@ t.test(
   },
 );
 
-t.test('a stale lock file of a dead process does not block the CLI', { ...opts, skip: usingPostgres ? 'embedded database only' : false }, async (t) => {
-  const cli = await cliContext(t);
-  let deadPid = 999_999;
-  for (;;) {
-    try {
-      process.kill(deadPid, 0);
-      deadPid++; // alive (unlikely): try the next one
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ESRCH') break;
-      deadPid++;
+t.test(
+  'a stale lock file of a dead process does not block the CLI',
+  { ...opts, skip: usingPostgres ? 'embedded database only' : false },
+  async (t) => {
+    const cli = await cliContext(t);
+    let deadPid = 999_999;
+    for (;;) {
+      try {
+        process.kill(deadPid, 0);
+        deadPid++; // alive (unlikely): try the next one
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ESRCH') break;
+        deadPid++;
+      }
     }
-  }
-  const lockFile = join(cli.dataDir, 'idp.lock');
-  writeFileSync(lockFile, JSON.stringify({ pid: deadPid, purpose: 'server', since: 'x', host: hostname() }));
+    const lockFile = join(cli.dataDir, 'idp.lock');
+    writeFileSync(lockFile, JSON.stringify({ pid: deadPid, purpose: 'server', since: 'x', host: hostname() }));
 
-  const r = await cli.run(['apps', 'list', '--json']);
-  exits(t, r, 0);
-  t.same(parseJson(r), { items: [] });
-  t.notOk(existsSync(lockFile), 'the stale lock is gone and the CLI released its own');
-});
+    const r = await cli.run(['apps', 'list', '--json']);
+    exits(t, r, 0);
+    t.same(parseJson(r), { items: [] });
+    t.notOk(existsSync(lockFile), 'the stale lock is gone and the CLI released its own');
+  },
+);
 
 // Two schemas of one database, each reached through `options=-c search_path=<schema>` in DATABASE_URL
 // (as every test here does on PostgreSQL): migrating the second must not trip over the first one's
@@ -141,7 +152,8 @@ t.test(
       const databaseUrl = await createPostgresSchema(t);
       const r = await runCli(['migrate', '--json'], { env: { ...env, DATABASE_URL: databaseUrl } });
       exits(t, r, 0, `${which} schema: exits 0`);
-      if (r.code === 0) t.same(parseJson<{ applied: string[] }>(r).applied, migrationNames, `${which} schema: every migration applied`);
+      if (r.code === 0)
+        t.same(parseJson<{ applied: string[] }>(r).applied, migrationNames, `${which} schema: every migration applied`);
     }
   },
 );
@@ -165,10 +177,18 @@ t.test('database connection problems: exit 1 with a one-line reason, no stack tr
     };
     const server = new URL(process.env.DATABASE_URL);
     cases.push(
-      { what: 'the database does not exist', url: on(server.username || 'postgres', 'idp_no_such_database'), reason: /idp_no_such_database/ },
+      {
+        what: 'the database does not exist',
+        url: on(server.username || 'postgres', 'idp_no_such_database'),
+        reason: /idp_no_such_database/,
+      },
       // "role ... does not exist" (SQLSTATE 28000), or "password authentication failed" (28P01) when the
       // server asks for a password: either way the role is named.
-      { what: 'the role does not exist', url: on('idp_no_such_role', server.pathname.slice(1)), reason: /idp_no_such_role/ },
+      {
+        what: 'the role does not exist',
+        url: on('idp_no_such_role', server.pathname.slice(1)),
+        reason: /idp_no_such_role/,
+      },
     );
   }
   const limit = concurrency(3);

@@ -23,7 +23,10 @@ t.test('keys: list, rotate (age check, --force), retire (with --yes)', { timeout
   const listed = await cli.run(['keys', 'list', '--json']);
   exits(t, listed, 0);
   const keys = parseJson<{ items: Key[] }>(listed).items;
-  t.same(keys.map((k) => k.state), ['current', 'next']);
+  t.same(
+    keys.map((k) => k.state),
+    ['current', 'next'],
+  );
 
   const tooNew = await cli.run(['keys', 'rotate']);
   exits(t, tooNew, 1);
@@ -32,7 +35,11 @@ t.test('keys: list, rotate (age check, --force), retire (with --yes)', { timeout
   const rotated = await cli.run(['keys', 'rotate', '--force', '--json']);
   exits(t, rotated, 0);
   const after = parseJson<{ items: Key[] }>(rotated).items;
-  t.equal(after.find((k) => k.state === 'current')!.kid, keys.find((k) => k.state === 'next')!.kid, 'next became current');
+  t.equal(
+    after.find((k) => k.state === 'current')!.kid,
+    keys.find((k) => k.state === 'next')!.kid,
+    'next became current',
+  );
   const retired = after.find((k) => k.state === 'retired')!.kid;
   t.equal(retired, keys.find((k) => k.state === 'current')!.kid, 'current became retired');
 

@@ -43,7 +43,8 @@ t.test('idp --help prints the usage and exits 0', opts, async (t) => {
   const r = await runs.help;
   exits(t, r, 0);
   t.match(r.stdout, /^Usage: idp <command> \[options\]$/m);
-  for (const command of ['serve', 'migrate', 'apps', 'users', 'env']) t.match(r.stdout, new RegExp(`^  ${command}\\b`, 'm'));
+  for (const command of ['serve', 'migrate', 'apps', 'users', 'env'])
+    t.match(r.stdout, new RegExp(`^  ${command}\\b`, 'm'));
   t.match(r.stdout, /Exit codes: 0 success, 1 the operation failed, 2 usage error/);
   t.equal(r.stderr, '');
 });

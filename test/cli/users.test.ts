@@ -19,9 +19,12 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
   let id = '';
 
   await t.test('create --password-stdin --json: the password is set and never printed', async (t) => {
-    const r = await cli.run(['users', 'create', '--email', 'Alice@Example.com', '--name', 'Alice Example', '--password-stdin', '--json'], {
-      input: `${password}\n`,
-    });
+    const r = await cli.run(
+      ['users', 'create', '--email', 'Alice@Example.com', '--name', 'Alice Example', '--password-stdin', '--json'],
+      {
+        input: `${password}\n`,
+      },
+    );
     exits(t, r, 0);
     const user = parseJson<User>(r);
     id = user.id;
@@ -90,91 +93,131 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
   });
 });
 
-t.test('users create --admin: an admin who signs in to the admin web, and no setup link is offered', { timeout: 200_000 }, async (t) => {
-  const cli = await cliContext(t);
-  const password = 'operator-passphrase-7';
-  const r = await cli.run(['users', 'create', '--email', 'Boss@Example.com', '--admin', '--password-stdin', '--json'], { input: `${password}\n` });
-  if (!exits(t, r, 0)) return;
-  const user = parseJson<User>(r);
-  t.equal(user.role, 'admin');
-  t.equal(user.hasPassword, true);
-  t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
+t.test(
+  'users create --admin: an admin who signs in to the admin web, and no setup link is offered',
+  { timeout: 200_000 },
+  async (t) => {
+    const cli = await cliContext(t);
+    const password = 'operator-passphrase-7';
+    const r = await cli.run(
+      ['users', 'create', '--email', 'Boss@Example.com', '--admin', '--password-stdin', '--json'],
+      { input: `${password}\n` },
+    );
+    if (!exits(t, r, 0)) return;
+    const user = parseJson<User>(r);
+    t.equal(user.role, 'admin');
+    t.equal(user.hasPassword, true);
+    t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
 
-  // The same database in this process (the CLI has exited and released it): the admin web lets them in.
-  const handle = await createDatabase(cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') });
-  const { app } = await buildTestApp({ teardown: () => {} }, { database: { ...handle, dispose: () => handle.close() } });
-  try {
-    t.equal(await app.services.adminSetup.adminExists(), true);
-    t.equal(await app.services.adminSetup.issueLink(), undefined, 'no setup link once the CLI made an admin');
-    const created = (await app.services.audit.list({ type: 'user.created', userId: user.id })).items;
-    t.match(created[0]?.actor, /^cli:/, 'the audit trail names the CLI');
-
-    const page = await app.inject({ method: 'GET', url: '/login/sign-in' });
-    const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
-    const jar = Object.fromEntries((page.cookies as Array<{ name: string; value: string }>).map((c) => [c.name, c.value]));
-    const signIn = await app.inject({
-      method: 'POST',
-      url: '/login/sign-in',
-      cookies: jar,
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ csrf, email: 'boss@example.com', password }).toString(),
-    });
-    t.equal(signIn.statusCode, 303, 'the admin signs in');
-    const session = (signIn.cookies as Array<{ name: string; value: string }>).find((c) => c.name === 'idp.session');
-    t.ok(session);
-    const admin = await app.inject({ method: 'GET', url: '/admin/applications', cookies: { ...jar, 'idp.session': session!.value } });
-    t.equal(admin.statusCode, 200, 'and reaches the admin web');
-    t.match(admin.body, /Boss@Example\.com/);
-  } finally {
-    await app.close();
-    await handle.close();
-  }
-});
-
-t.test('users update --password-stdin and users disable revoke, like the admin API (issue 12, items 3-4)', { timeout: 280_000 }, async (t) => {
-  const cli = await cliContext(t);
-  const email = 'carol@example.com';
-  const first = 'carol-first-password-1';
-  const second = 'carol-second-password-2';
-  exits(t, await cli.run(['users', 'create', '--email', email, '--verified', '--password-stdin'], { input: `${first}\n` }), 0);
-
-  /** The same database in this process, between CLI runs (each releases it when it exits). */
-  async function withApp<T>(fn: (app: Awaited<ReturnType<typeof buildTestApp>>['app']) => Promise<T>): Promise<T> {
-    const handle = await createDatabase(cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') });
-    const { app } = await buildTestApp({ teardown: () => {} }, { database: { ...handle, dispose: () => handle.close() } });
+    // The same database in this process (the CLI has exited and released it): the admin web lets them in.
+    const handle = await createDatabase(
+      cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
+    );
+    const { app } = await buildTestApp(
+      { teardown: () => {} },
+      { database: { ...handle, dispose: () => handle.close() } },
+    );
     try {
-      return await fn(app);
+      t.equal(await app.services.adminSetup.adminExists(), true);
+      t.equal(await app.services.adminSetup.issueLink(), undefined, 'no setup link once the CLI made an admin');
+      const created = (await app.services.audit.list({ type: 'user.created', userId: user.id })).items;
+      t.match(created[0]?.actor, /^cli:/, 'the audit trail names the CLI');
+
+      const page = await app.inject({ method: 'GET', url: '/login/sign-in' });
+      const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
+      const jar = Object.fromEntries(
+        (page.cookies as Array<{ name: string; value: string }>).map((c) => [c.name, c.value]),
+      );
+      const signIn = await app.inject({
+        method: 'POST',
+        url: '/login/sign-in',
+        cookies: jar,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ csrf, email: 'boss@example.com', password }).toString(),
+      });
+      t.equal(signIn.statusCode, 303, 'the admin signs in');
+      const session = (signIn.cookies as Array<{ name: string; value: string }>).find((c) => c.name === 'idp.session');
+      t.ok(session);
+      const admin = await app.inject({
+        method: 'GET',
+        url: '/admin/applications',
+        cookies: { ...jar, 'idp.session': session!.value },
+      });
+      t.equal(admin.statusCode, 200, 'and reaches the admin web');
+      t.match(admin.body, /Boss@Example\.com/);
     } finally {
       await app.close();
       await handle.close();
     }
-  }
-  const signIn = (password: string) =>
-    withApp(async (app) => {
-      const { res, jar } = await signInWithInject(app, email, password);
-      t.equal(res.statusCode, 303, 'signed in');
-      return jar['idp.session']!;
-    });
-  const sessionState = (cookie: string) =>
-    withApp(async (app) => ({
-      live: Boolean(await app.services.sessions.resolve(cookie)),
-      reasons: (await app.services.audit.list({ type: 'session.revoked' })).items.map((e) => `${e.actor?.replace(/:.*/, '')}:${e.detail.reason}`),
-    }));
+  },
+);
 
-  const cookie = await signIn(first);
-  const update = await cli.run(['users', 'update', email, '--password-stdin'], { input: `${second}\n` });
-  exits(t, update, 0);
-  t.notOk((update.stdout + update.stderr).includes(second), 'the password is not printed');
-  const outbox = readFileSync(join(cli.dataDir, 'outbox.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; subject: string });
-  t.same(outbox.map((m) => [m.to, m.subject]), [[email, 'Your password was changed']], 'the "password changed" mail (outbox without SMTP_URL)');
-  let state = await sessionState(cookie);
-  t.equal(state.live, false, 'the session from before the CLI password change is over');
-  t.same(state.reasons, ['cli:password_changed']);
+t.test(
+  'users update --password-stdin and users disable revoke, like the admin API (issue 12, items 3-4)',
+  { timeout: 280_000 },
+  async (t) => {
+    const cli = await cliContext(t);
+    const email = 'carol@example.com';
+    const first = 'carol-first-password-1';
+    const second = 'carol-second-password-2';
+    exits(
+      t,
+      await cli.run(['users', 'create', '--email', email, '--verified', '--password-stdin'], { input: `${first}\n` }),
+      0,
+    );
 
-  const again = await signIn(second);
-  exits(t, await cli.run(['users', 'disable', email]), 0);
-  exits(t, await cli.run(['users', 'enable', email]), 0);
-  state = await sessionState(again);
-  t.equal(state.live, false, 'disable then enable: the old session does not come back');
-  t.same(state.reasons.sort(), ['cli:password_changed', 'cli:user_disabled']);
-});
+    /** The same database in this process, between CLI runs (each releases it when it exits). */
+    async function withApp<T>(fn: (app: Awaited<ReturnType<typeof buildTestApp>>['app']) => Promise<T>): Promise<T> {
+      const handle = await createDatabase(
+        cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
+      );
+      const { app } = await buildTestApp(
+        { teardown: () => {} },
+        { database: { ...handle, dispose: () => handle.close() } },
+      );
+      try {
+        return await fn(app);
+      } finally {
+        await app.close();
+        await handle.close();
+      }
+    }
+    const signIn = (password: string) =>
+      withApp(async (app) => {
+        const { res, jar } = await signInWithInject(app, email, password);
+        t.equal(res.statusCode, 303, 'signed in');
+        return jar['idp.session']!;
+      });
+    const sessionState = (cookie: string) =>
+      withApp(async (app) => ({
+        live: Boolean(await app.services.sessions.resolve(cookie)),
+        reasons: (await app.services.audit.list({ type: 'session.revoked' })).items.map(
+          (e) => `${e.actor?.replace(/:.*/, '')}:${e.detail.reason}`,
+        ),
+      }));
+
+    const cookie = await signIn(first);
+    const update = await cli.run(['users', 'update', email, '--password-stdin'], { input: `${second}\n` });
+    exits(t, update, 0);
+    t.notOk((update.stdout + update.stderr).includes(second), 'the password is not printed');
+    const outbox = readFileSync(join(cli.dataDir, 'outbox.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { to: string; subject: string });
+    t.same(
+      outbox.map((m) => [m.to, m.subject]),
+      [[email, 'Your password was changed']],
+      'the "password changed" mail (outbox without SMTP_URL)',
+    );
+    let state = await sessionState(cookie);
+    t.equal(state.live, false, 'the session from before the CLI password change is over');
+    t.same(state.reasons, ['cli:password_changed']);
+
+    const again = await signIn(second);
+    exits(t, await cli.run(['users', 'disable', email]), 0);
+    exits(t, await cli.run(['users', 'enable', email]), 0);
+    state = await sessionState(again);
+    t.equal(state.live, false, 'disable then enable: the old session does not come back');
+    t.same(state.reasons.sort(), ['cli:password_changed', 'cli:user_disabled']);
+  },
+);

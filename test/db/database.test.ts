@@ -14,7 +14,10 @@ const { db } = database;
 
 t.test(`every migration is applied (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, async (t) => {
   const list = await listMigrations(db);
-  t.same(list.map((m) => m.name), Object.keys(migrations));
+  t.same(
+    list.map((m) => m.name),
+    Object.keys(migrations),
+  );
   t.ok(list.every((m) => m.executedAt instanceof Date));
   t.same(await migrateToLatest(db), [], 'a second run has nothing to do');
 });
@@ -24,17 +27,46 @@ t.test('migrations go down and up again', async (t) => {
   t.teardown(() => other.dispose());
   for (const name of Object.keys(migrations).reverse()) await migrations[name]!.down!(other.db);
   const tables = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables
-    where table_schema = current_schema() and table_name in ('users', 'applications', 'audit_events')`.execute(other.db);
+    where table_schema = current_schema() and table_name in ('users', 'applications', 'audit_events')`.execute(
+    other.db,
+  );
   t.equal(tables.rows[0]!.n, 0);
   for (const name of Object.keys(migrations)) await migrations[name]!.up(other.db);
-  await users.insertUser(other.db, { id: 'u1', email: 'x@y.z', password_hash: null, name: null, given_name: null, family_name: null, picture: null, permissions: '[]' });
+  await users.insertUser(other.db, {
+    id: 'u1',
+    email: 'x@y.z',
+    password_hash: null,
+    name: null,
+    given_name: null,
+    family_name: null,
+    picture: null,
+    permissions: '[]',
+  });
   t.ok(await users.findUserById(other.db, 'u1'));
 });
 
 t.test('e-mail addresses are unique case-insensitively', async (t) => {
-  await users.insertUser(db, { id: 'a1', email: 'Alice@Example.com', password_hash: null, name: null, given_name: null, family_name: null, picture: null, permissions: '["read"]' });
+  await users.insertUser(db, {
+    id: 'a1',
+    email: 'Alice@Example.com',
+    password_hash: null,
+    name: null,
+    given_name: null,
+    family_name: null,
+    picture: null,
+    permissions: '["read"]',
+  });
   await t.rejects(
-    users.insertUser(db, { id: 'a2', email: 'alice@example.COM', password_hash: null, name: null, given_name: null, family_name: null, picture: null, permissions: '[]' }),
+    users.insertUser(db, {
+      id: 'a2',
+      email: 'alice@example.COM',
+      password_hash: null,
+      name: null,
+      given_name: null,
+      family_name: null,
+      picture: null,
+      permissions: '[]',
+    }),
     { code: '23505' },
   );
   const found = await users.findUserByEmail(db, 'ALICE@example.com');
@@ -47,7 +79,16 @@ t.test('e-mail addresses are unique case-insensitively', async (t) => {
 t.test('a failure inside a transaction leaves nothing behind', async (t) => {
   await t.rejects(
     db.transaction().execute(async (trx) => {
-      await apps.insertApplication(trx, { client_id: 'rolled-back', name: 'X', description: null, logo_url: null, redirect_uris: '[]', allowed_web_origins: '[]', post_verification_redirect_path: null, allowed_scopes: '[]' });
+      await apps.insertApplication(trx, {
+        client_id: 'rolled-back',
+        name: 'X',
+        description: null,
+        logo_url: null,
+        redirect_uris: '[]',
+        allowed_web_origins: '[]',
+        post_verification_redirect_path: null,
+        allowed_scopes: '[]',
+      });
       await appendAuditEvent(trx, { type: 'application.created', clientId: 'rolled-back' });
       throw new Error('boom');
     }),
@@ -66,9 +107,19 @@ t.test('int8 values come back as numbers on both engines', async (t) => {
 });
 
 t.test('application search escapes LIKE wildcards', async (t) => {
-  const base = { description: null, logo_url: null, redirect_uris: '["https://a.example/cb"]', allowed_web_origins: '[]', post_verification_redirect_path: null, allowed_scopes: '["openid"]' };
+  const base = {
+    description: null,
+    logo_url: null,
+    redirect_uris: '["https://a.example/cb"]',
+    allowed_web_origins: '[]',
+    post_verification_redirect_path: null,
+    allowed_scopes: '["openid"]',
+  };
   await apps.insertApplication(db, { ...base, client_id: 'pct-1', name: '100% Real' });
   await apps.insertApplication(db, { ...base, client_id: 'pct-2', name: '1000 Real' });
   const found = await apps.listApplicationRows(db, { q: '0%', limit: 10 });
-  t.same(found.map((r) => r.client_id), ['pct-1']);
+  t.same(
+    found.map((r) => r.client_id),
+    ['pct-1'],
+  );
 });

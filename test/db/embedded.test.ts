@@ -13,7 +13,16 @@ t.test('data in DATA_DIR survives a restart; a second opener is refused while th
   const config = testConfig({ DATABASE_URL: '' });
   const first = await openConfiguredDatabase(config, 'server');
   await migrateToLatest(first.db);
-  await insertApplication(first.db, { client_id: 'kept', name: 'Kept', description: null, logo_url: null, redirect_uris: '[]', allowed_web_origins: '[]', post_verification_redirect_path: null, allowed_scopes: '[]' });
+  await insertApplication(first.db, {
+    client_id: 'kept',
+    name: 'Kept',
+    description: null,
+    logo_url: null,
+    redirect_uris: '[]',
+    allowed_web_origins: '[]',
+    post_verification_redirect_path: null,
+    allowed_scopes: '[]',
+  });
 
   const busy = await openConfiguredDatabase(config, 'idp apps list').then(
     () => t.fail('second open must fail'),
@@ -31,7 +40,10 @@ t.test('data in DATA_DIR survives a restart; a second opener is refused while th
 
 t.test('a lock left by a dead process is taken over', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'idp-lock-'));
-  writeFileSync(join(dir, 'idp.lock'), JSON.stringify({ pid: 2 ** 22 + 12345, purpose: 'server', since: 'then', host: hostname() }));
+  writeFileSync(
+    join(dir, 'idp.lock'),
+    JSON.stringify({ pid: 2 ** 22 + 12345, purpose: 'server', since: 'then', host: hostname() }),
+  );
   const release = acquireDataDirLock(dir, 'test');
   t.throws(() => acquireDataDirLock(dir, 'again'), DataDirBusyError);
   release();

@@ -7,10 +7,23 @@ import { obtainTokens } from '../helpers/flow.js';
 
 t.test('the prepared bearer lookup survives a column added by a migration elsewhere', async (t) => {
   const { app } = await buildTestApp(t);
-  const a = await app.services.applications.create({ clientName: 'Prepared', redirectUris: ['https://prepared.example/cb'] }, { actor: 'test' });
-  await app.services.users.create({ email: 'prepared@example.com', password: 'prepared passphrase', emailVerified: true }, { actor: 'test' });
-  const { tokens } = await obtainTokens(app, { clientId: a.clientId, redirectUri: 'https://prepared.example/cb', email: 'prepared@example.com', password: 'prepared passphrase', scope: 'openid email' });
-  const me = () => app.inject({ method: 'GET', url: '/api/external/me', headers: { authorization: `Bearer ${tokens.access_token}` } });
+  const a = await app.services.applications.create(
+    { clientName: 'Prepared', redirectUris: ['https://prepared.example/cb'] },
+    { actor: 'test' },
+  );
+  await app.services.users.create(
+    { email: 'prepared@example.com', password: 'prepared passphrase', emailVerified: true },
+    { actor: 'test' },
+  );
+  const { tokens } = await obtainTokens(app, {
+    clientId: a.clientId,
+    redirectUri: 'https://prepared.example/cb',
+    email: 'prepared@example.com',
+    password: 'prepared passphrase',
+    scope: 'openid email',
+  });
+  const me = () =>
+    app.inject({ method: 'GET', url: '/api/external/me', headers: { authorization: `Bearer ${tokens.access_token}` } });
 
   // Several calls, so that every pooled connection has prepared the statement.
   const before = await Promise.all(Array.from({ length: 12 }, me));

@@ -154,10 +154,21 @@ interface Asset {
  */
 function demoAsset(pathname: string, config: DemoConfig, connectSrc: string): Asset | undefined {
   const csp = `default-src 'none'; script-src 'self'; connect-src ${connectSrc}; base-uri 'none'; frame-ancestors 'none'`;
-  const html = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': csp };
-  if (pathname === config.base || pathname === `${config.base}callback`) return { status: 200, headers: html, body: demoHtml(config) };
-  if (pathname === `${config.base}app.js`) return { status: 200, headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store' }, body: APP_JS };
-  if (pathname === '/api/auth/oauth2/token/probe') return { status: 200, headers: html, body: '<!doctype html><title>probe</title><p>probe</p>' };
+  const html = {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-security-policy': csp,
+  };
+  if (pathname === config.base || pathname === `${config.base}callback`)
+    return { status: 200, headers: html, body: demoHtml(config) };
+  if (pathname === `${config.base}app.js`)
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store' },
+      body: APP_JS,
+    };
+  if (pathname === '/api/auth/oauth2/token/probe')
+    return { status: 200, headers: html, body: '<!doctype html><title>probe</title><p>probe</p>' };
   return undefined;
 }
 
@@ -179,199 +190,284 @@ type Doc = { document: { cookie: string; body: { dataset: Record<string, string>
 type Call = { grant?: string; status?: number; keys?: string[]; error?: string | null; logout?: number };
 
 for (const variant of ['same-origin', 'first-party-origin'] as const) {
-  t.test(`a first-party page (${variant}) stays signed in across reloads with the cookie endpoint alone`, {
-    timeout: 180000,
-    skip: chromiumSkip,
-  }, async (t) => {
-    const config: DemoConfig = { clientId: '', authorizeUrl: '', cookieUrl: '', logoutUrl: '', meUrl: '', scope: 'openid email offline_access', base: '/demo/' };
-    const env = { REFRESH_TOKEN_TTL: String(REFRESH_TOKEN_TTL) };
-    let ctx: Awaited<ReturnType<typeof startTestServer>>;
-    let origin: string;
-    if (variant === 'same-origin') {
-      ctx = await startTestServer(t, env, {
-        configure(app) {
-          for (const path of [config.base, `${config.base}callback`, `${config.base}app.js`, '/api/auth/oauth2/token/probe']) {
-            app.get(path, async (_request, reply) => {
-              const asset = demoAsset(path, config, "'self'")!;
-              return reply.code(asset.status).headers(asset.headers).send(asset.body);
-            });
-          }
-        },
+  t.test(
+    `a first-party page (${variant}) stays signed in across reloads with the cookie endpoint alone`,
+    {
+      timeout: 180000,
+      skip: chromiumSkip,
+    },
+    async (t) => {
+      const config: DemoConfig = {
+        clientId: '',
+        authorizeUrl: '',
+        cookieUrl: '',
+        logoutUrl: '',
+        meUrl: '',
+        scope: 'openid email offline_access',
+        base: '/demo/',
+      };
+      const env = { REFRESH_TOKEN_TTL: String(REFRESH_TOKEN_TTL) };
+      let ctx: Awaited<ReturnType<typeof startTestServer>>;
+      let origin: string;
+      if (variant === 'same-origin') {
+        ctx = await startTestServer(t, env, {
+          configure(app) {
+            for (const path of [
+              config.base,
+              `${config.base}callback`,
+              `${config.base}app.js`,
+              '/api/auth/oauth2/token/probe',
+            ]) {
+              app.get(path, async (_request, reply) => {
+                const asset = demoAsset(path, config, "'self'")!;
+                return reply.code(asset.status).headers(asset.headers).send(asset.body);
+              });
+            }
+          },
+        });
+        origin = ctx.baseUrl;
+      } else {
+        let providerOrigin = '';
+        origin = await startDemoServer(t, config, () => providerOrigin);
+        ctx = await startTestServer(t, { ...env, FIRST_PARTY_ORIGINS: origin });
+        providerOrigin = ctx.baseUrl;
+        t.not(origin, ctx.baseUrl, 'the page is on another origin');
+      }
+      Object.assign(config, {
+        authorizeUrl: `${ctx.issuer}/oauth2/authorize`,
+        cookieUrl: `${ctx.issuer}/oauth2/token/cookie`,
+        logoutUrl: `${ctx.issuer}/oauth2/token/cookie-logout`,
+        meUrl: `${ctx.baseUrl}/api/external/me`,
       });
-      origin = ctx.baseUrl;
-    } else {
-      let providerOrigin = '';
-      origin = await startDemoServer(t, config, () => providerOrigin);
-      ctx = await startTestServer(t, { ...env, FIRST_PARTY_ORIGINS: origin });
-      providerOrigin = ctx.baseUrl;
-      t.not(origin, ctx.baseUrl, 'the page is on another origin');
-    }
-    Object.assign(config, {
-      authorizeUrl: `${ctx.issuer}/oauth2/authorize`,
-      cookieUrl: `${ctx.issuer}/oauth2/token/cookie`,
-      logoutUrl: `${ctx.issuer}/oauth2/token/cookie-logout`,
-      meUrl: `${ctx.baseUrl}/api/external/me`,
-    });
-    const application = await ctx.app.services.applications.create(
-      {
-        clientName: 'First-party Demo',
-        redirectUris: [`${origin}/demo/callback`],
-        ...(variant === 'first-party-origin' ? { allowedWebOrigins: [origin] } : {}),
-        allowedScopes: ['openid', 'email', 'offline_access'],
-      },
-      { actor: 'test' },
-    );
-    config.clientId = application.clientId;
-    const email = `cookie-${randomBytes(4).toString('hex')}@example.com`;
-    const password = 'a cookie-kept passphrase';
-    await ctx.app.services.users.create({ email, password, name: 'Cora Cookie', emailVerified: true }, { actor: 'test' });
-    const demoUrl = `${origin}/demo/`;
+      const application = await ctx.app.services.applications.create(
+        {
+          clientName: 'First-party Demo',
+          redirectUris: [`${origin}/demo/callback`],
+          ...(variant === 'first-party-origin' ? { allowedWebOrigins: [origin] } : {}),
+          allowedScopes: ['openid', 'email', 'offline_access'],
+        },
+        { actor: 'test' },
+      );
+      config.clientId = application.clientId;
+      const email = `cookie-${randomBytes(4).toString('hex')}@example.com`;
+      const password = 'a cookie-kept passphrase';
+      await ctx.app.services.users.create(
+        { email, password, name: 'Cora Cookie', emailVerified: true },
+        { actor: 'test' },
+      );
+      const demoUrl = `${origin}/demo/`;
 
-    const browser: Browser = await launchChromium(t);
-    const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
-    const page: Page = await context.newPage();
-    page.setDefaultTimeout(30000);
-    page.setDefaultNavigationTimeout(60000);
+      const browser: Browser = await launchChromium(t);
+      const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
+      const page: Page = await context.newPage();
+      page.setDefaultTimeout(30000);
+      page.setDefaultNavigationTimeout(60000);
 
-    // Console errors (CSP violations land there), uncaught page errors and failed requests.
-    // The refresh without a cookie answers 401 by design; Chromium logs each such answer as
-    // "Failed to load resource"; they are counted separately and matched against the page's calls.
-    const consoleErrors: string[] = [];
-    const refused401: string[] = [];
-    page.on('console', (msg) => {
-      if (msg.type() !== 'error' && msg.type() !== 'warning') return;
-      const source = msg.location().url;
-      if (new URL(source || 'about:blank').pathname === '/favicon.ico' && /status of 404/.test(msg.text())) return;
-      if (source === config.cookieUrl && /status of 401/.test(msg.text())) {
-        refused401.push(msg.text());
-        return;
+      // Console errors (CSP violations land there), uncaught page errors and failed requests.
+      // The refresh without a cookie answers 401 by design; Chromium logs each such answer as
+      // "Failed to load resource"; they are counted separately and matched against the page's calls.
+      const consoleErrors: string[] = [];
+      const refused401: string[] = [];
+      page.on('console', (msg) => {
+        if (msg.type() !== 'error' && msg.type() !== 'warning') return;
+        const source = msg.location().url;
+        if (new URL(source || 'about:blank').pathname === '/favicon.ico' && /status of 404/.test(msg.text())) return;
+        if (source === config.cookieUrl && /status of 401/.test(msg.text())) {
+          refused401.push(msg.text());
+          return;
+        }
+        consoleErrors.push(`${msg.type()}: ${msg.text()} [source ${source}] (page ${page.url()})`);
+      });
+      page.on('pageerror', (error) => consoleErrors.push(`pageerror: ${error.message}`));
+      const failedRequests: string[] = [];
+      const cookieEndpointAnswers: Array<{
+        status: number;
+        allowCredentials: string | undefined;
+        allowOrigin: string | undefined;
+      }> = [];
+      let authorizeRequests = 0;
+      page.on('request', (req) => {
+        const url = new URL(req.url());
+        if (`${url.origin}${url.pathname}` === config.authorizeUrl) authorizeRequests++;
+      });
+      page.on('requestfailed', (req) => failedRequests.push(`${req.url()}: ${req.failure()?.errorText}`));
+      page.on('response', (res) => {
+        if (res.url() === config.cookieUrl) {
+          const headers = res.headers();
+          cookieEndpointAnswers.push({
+            status: res.status(),
+            allowCredentials: headers['access-control-allow-credentials'],
+            allowOrigin: headers['access-control-allow-origin'],
+          });
+          if (res.status() === 401) return;
+        }
+        if (res.status() >= 400 && new URL(res.url()).pathname !== '/favicon.ico')
+          failedRequests.push(`${res.url()}: HTTP ${res.status()}`);
+      });
+
+      mkdirSync(screenshots, { recursive: true });
+      const shot = (name: string) =>
+        page.screenshot({ path: join(screenshots, `cookie-${variant}-${name}.png`), fullPage: true });
+      const ready = () => page.locator('body[data-ready=true]').waitFor();
+      const state = () => page.evaluate(() => (globalThis as unknown as Doc).document.body.dataset.state);
+      const calls = () => page.evaluate(() => (globalThis as unknown as { demo: { calls: Call[] } }).demo.calls);
+      const refreshCookie = async () => (await context.cookies()).find((c) => c.name === 'idp.refresh');
+      const documentCookie = () => page.evaluate(() => (globalThis as unknown as Doc).document.cookie);
+
+      // 1. First visit: no cookie, the refresh is refused with 401 invalid_grant, "Sign in" is offered.
+      await page.goto(demoUrl);
+      await ready();
+      t.equal(await state(), 'signed-out', 'without a cookie the page is signed out');
+      t.same(
+        await calls(),
+        [{ grant: 'refresh_token', status: 401, keys: ['error', 'error_description'], error: 'invalid_grant' }],
+        'the refresh without a cookie is 401 invalid_grant, readable by the page',
+      );
+      await t.resolves(page.getByRole('button', { name: 'Sign in' }).waitFor(), 'a Sign in button is shown');
+      await shot('1-signed-out');
+
+      // 2. Sign in: PKCE authorize → hosted sign-in → consent → /demo/callback → code at the cookie endpoint.
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((u) => u.toString().startsWith(`${ctx.baseUrl}/login/sign-in?request=`));
+      t.equal(authorizeRequests, 1, 'the page went to the authorization endpoint');
+      await page.getByLabel('E-mail address').fill(email);
+      await page.getByLabel('Password', { exact: true }).fill(password);
+      await shot('2-hosted-sign-in');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((u) => u.toString().startsWith(`${ctx.baseUrl}/login/consent?request=`));
+      await t.resolves(
+        page.getByRole('heading', { name: 'First-party Demo wants to' }).waitFor(),
+        'the consent page is shown',
+      );
+      await shot('3-consent');
+      await page.getByRole('button', { name: 'Allow' }).click();
+      await page.waitForURL(demoUrl); // the callback replaced its URL with /demo/
+      await ready();
+      t.equal(
+        await state(),
+        'signed-in',
+        `after the callback the page is signed in: ${await page.locator('#status').innerText()}`,
+      );
+      t.equal(await page.locator('#email').innerText(), email, 'the page shows the e-mail from /api/external/me');
+      const exchange = await calls();
+      t.same(
+        exchange,
+        [
+          {
+            grant: 'authorization_code',
+            status: 200,
+            keys: ['access_token', 'expires_in', 'id_token', 'scope', 'token_type'],
+            error: null,
+          },
+        ],
+        'the code is exchanged at the cookie endpoint; the JSON holds no refresh_token',
+      );
+      await shot('4-signed-in');
+
+      // The refresh token lives in the cookie only: HttpOnly, on the token path, SameSite=Lax, not Secure on http.
+      const first = await refreshCookie();
+      t.ok(first, 'the refresh cookie is set');
+      t.equal(first?.httpOnly, true, 'HttpOnly');
+      t.equal(first?.path, '/api/auth/oauth2/token', 'Path=/api/auth/oauth2/token');
+      t.equal(first?.sameSite, 'Lax', 'SameSite=Lax');
+      t.equal(first?.secure, false, 'not Secure on http (COOKIE_SECURE follows BASE_URL)');
+      t.equal(first?.domain, '127.0.0.1', 'a host-only cookie of the provider');
+      const lifetime = (first?.expires ?? 0) - Date.now() / 1000;
+      t.ok(
+        lifetime > REFRESH_TOKEN_TTL - 300 && lifetime <= REFRESH_TOKEN_TTL + 5,
+        `Max-Age is REFRESH_TOKEN_TTL (${Math.round(lifetime)} s left)`,
+      );
+      t.notOk((await documentCookie()).includes('idp.refresh'), 'the page cannot see the refresh cookie');
+      t.notOk((await documentCookie()).includes(first!.value), 'nor its value');
+
+      // 3. Two reloads: each one refreshes through the cookie alone (no authorize, no sign-in) and rotates it.
+      const seen = [first!.value];
+      for (const round of [1, 2]) {
+        await page.reload();
+        await ready();
+        t.equal(page.url(), demoUrl);
+        t.equal(await state(), 'signed-in', `reload ${round}: still signed in`);
+        t.equal(await page.locator('#email').innerText(), email, `reload ${round}: the e-mail is shown`);
+        t.same(
+          await calls(),
+          [
+            {
+              grant: 'refresh_token',
+              status: 200,
+              keys: ['access_token', 'expires_in', 'id_token', 'scope', 'token_type'],
+              error: null,
+            },
+          ],
+          `reload ${round}: one refresh via the cookie, no refresh_token in the JSON`,
+        );
+        const rotated = await refreshCookie();
+        t.ok(rotated && !seen.includes(rotated.value), `reload ${round}: the refresh cookie rotated`);
+        t.equal(rotated?.httpOnly, true);
+        t.equal(rotated?.path, '/api/auth/oauth2/token');
+        t.notOk(
+          (await documentCookie()).includes(rotated!.value),
+          `reload ${round}: the page cannot read the new value`,
+        );
+        seen.push(rotated!.value);
       }
-      consoleErrors.push(`${msg.type()}: ${msg.text()} [source ${source}] (page ${page.url()})`);
-    });
-    page.on('pageerror', (error) => consoleErrors.push(`pageerror: ${error.message}`));
-    const failedRequests: string[] = [];
-    const cookieEndpointAnswers: Array<{ status: number; allowCredentials: string | undefined; allowOrigin: string | undefined }> = [];
-    let authorizeRequests = 0;
-    page.on('request', (req) => {
-      const url = new URL(req.url());
-      if (`${url.origin}${url.pathname}` === config.authorizeUrl) authorizeRequests++;
-    });
-    page.on('requestfailed', (req) => failedRequests.push(`${req.url()}: ${req.failure()?.errorText}`));
-    page.on('response', (res) => {
-      if (res.url() === config.cookieUrl) {
-        const headers = res.headers();
-        cookieEndpointAnswers.push({ status: res.status(), allowCredentials: headers['access-control-allow-credentials'], allowOrigin: headers['access-control-allow-origin'] });
-        if (res.status() === 401) return;
+      t.equal(authorizeRequests, 1, 'the reloads never went back to the authorization endpoint');
+      await shot('5-after-reloads');
+
+      // Even a page of the same host under the cookie's path cannot read it: it is HttpOnly.
+      const probe = await context.newPage();
+      await probe.goto(`${origin}/api/auth/oauth2/token/probe`);
+      t.notOk(
+        (await probe.evaluate(() => (globalThis as unknown as Doc).document.cookie)).includes('idp.refresh'),
+        'a page under the cookie path sees no refresh cookie',
+      );
+      await probe.close();
+
+      // Cross-origin, the browser accepts the cookie and lets the page read answers only with credentials allowed.
+      if (variant === 'first-party-origin') {
+        t.ok(
+          cookieEndpointAnswers.length >= 4 &&
+            cookieEndpointAnswers.every((a) => a.allowOrigin === origin && a.allowCredentials === 'true'),
+          'every cookie-endpoint answer allows the page origin with credentials',
+        );
       }
-      if (res.status() >= 400 && new URL(res.url()).pathname !== '/favicon.ico') failedRequests.push(`${res.url()}: HTTP ${res.status()}`);
-    });
 
-    mkdirSync(screenshots, { recursive: true });
-    const shot = (name: string) => page.screenshot({ path: join(screenshots, `cookie-${variant}-${name}.png`), fullPage: true });
-    const ready = () => page.locator('body[data-ready=true]').waitFor();
-    const state = () => page.evaluate(() => (globalThis as unknown as Doc).document.body.dataset.state);
-    const calls = () => page.evaluate(() => (globalThis as unknown as { demo: { calls: Call[] } }).demo.calls);
-    const refreshCookie = async () => (await context.cookies()).find((c) => c.name === 'idp.refresh');
-    const documentCookie = () => page.evaluate(() => (globalThis as unknown as Doc).document.cookie);
-
-    // 1. First visit: no cookie, the refresh is refused with 401 invalid_grant, "Sign in" is offered.
-    await page.goto(demoUrl);
-    await ready();
-    t.equal(await state(), 'signed-out', 'without a cookie the page is signed out');
-    t.same(await calls(), [{ grant: 'refresh_token', status: 401, keys: ['error', 'error_description'], error: 'invalid_grant' }], 'the refresh without a cookie is 401 invalid_grant, readable by the page');
-    await t.resolves(page.getByRole('button', { name: 'Sign in' }).waitFor(), 'a Sign in button is shown');
-    await shot('1-signed-out');
-
-    // 2. Sign in: PKCE authorize → hosted sign-in → consent → /demo/callback → code at the cookie endpoint.
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((u) => u.toString().startsWith(`${ctx.baseUrl}/login/sign-in?request=`));
-    t.equal(authorizeRequests, 1, 'the page went to the authorization endpoint');
-    await page.getByLabel('E-mail address').fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await shot('2-hosted-sign-in');
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((u) => u.toString().startsWith(`${ctx.baseUrl}/login/consent?request=`));
-    await t.resolves(page.getByRole('heading', { name: 'First-party Demo wants to' }).waitFor(), 'the consent page is shown');
-    await shot('3-consent');
-    await page.getByRole('button', { name: 'Allow' }).click();
-    await page.waitForURL(demoUrl); // the callback replaced its URL with /demo/
-    await ready();
-    t.equal(await state(), 'signed-in', `after the callback the page is signed in: ${await page.locator('#status').innerText()}`);
-    t.equal(await page.locator('#email').innerText(), email, 'the page shows the e-mail from /api/external/me');
-    const exchange = await calls();
-    t.same(exchange, [{ grant: 'authorization_code', status: 200, keys: ['access_token', 'expires_in', 'id_token', 'scope', 'token_type'], error: null }],
-      'the code is exchanged at the cookie endpoint; the JSON holds no refresh_token');
-    await shot('4-signed-in');
-
-    // The refresh token lives in the cookie only: HttpOnly, on the token path, SameSite=Lax, not Secure on http.
-    const first = await refreshCookie();
-    t.ok(first, 'the refresh cookie is set');
-    t.equal(first?.httpOnly, true, 'HttpOnly');
-    t.equal(first?.path, '/api/auth/oauth2/token', 'Path=/api/auth/oauth2/token');
-    t.equal(first?.sameSite, 'Lax', 'SameSite=Lax');
-    t.equal(first?.secure, false, 'not Secure on http (COOKIE_SECURE follows BASE_URL)');
-    t.equal(first?.domain, '127.0.0.1', 'a host-only cookie of the provider');
-    const lifetime = (first?.expires ?? 0) - Date.now() / 1000;
-    t.ok(lifetime > REFRESH_TOKEN_TTL - 300 && lifetime <= REFRESH_TOKEN_TTL + 5, `Max-Age is REFRESH_TOKEN_TTL (${Math.round(lifetime)} s left)`);
-    t.notOk((await documentCookie()).includes('idp.refresh'), 'the page cannot see the refresh cookie');
-    t.notOk((await documentCookie()).includes(first!.value), 'nor its value');
-
-    // 3. Two reloads: each one refreshes through the cookie alone (no authorize, no sign-in) and rotates it.
-    const seen = [first!.value];
-    for (const round of [1, 2]) {
+      // 4. Sign out: cookie-logout answers 204 and clears the cookie; the reload shows "Sign in" again.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.locator('body[data-state=signed-out]').waitFor();
+      t.same((await calls()).at(-1), { logout: 204 }, 'cookie-logout answered 204');
+      t.equal(await refreshCookie(), undefined, 'the refresh cookie is gone');
       await page.reload();
       await ready();
-      t.equal(page.url(), demoUrl);
-      t.equal(await state(), 'signed-in', `reload ${round}: still signed in`);
-      t.equal(await page.locator('#email').innerText(), email, `reload ${round}: the e-mail is shown`);
-      t.same(await calls(), [{ grant: 'refresh_token', status: 200, keys: ['access_token', 'expires_in', 'id_token', 'scope', 'token_type'], error: null }],
-        `reload ${round}: one refresh via the cookie, no refresh_token in the JSON`);
-      const rotated = await refreshCookie();
-      t.ok(rotated && !seen.includes(rotated.value), `reload ${round}: the refresh cookie rotated`);
-      t.equal(rotated?.httpOnly, true);
-      t.equal(rotated?.path, '/api/auth/oauth2/token');
-      t.notOk((await documentCookie()).includes(rotated!.value), `reload ${round}: the page cannot read the new value`);
-      seen.push(rotated!.value);
-    }
-    t.equal(authorizeRequests, 1, 'the reloads never went back to the authorization endpoint');
-    await shot('5-after-reloads');
+      t.equal(await state(), 'signed-out', 'after sign-out a reload shows the signed-out page');
+      t.same(
+        await calls(),
+        [{ grant: 'refresh_token', status: 401, keys: ['error', 'error_description'], error: 'invalid_grant' }],
+        'no cookie: 401 invalid_grant',
+      );
+      await t.resolves(page.getByRole('button', { name: 'Sign in' }).waitFor(), 'Sign in is offered again');
+      t.equal(await page.locator('#email').innerText(), '', 'no e-mail is shown');
+      await shot('6-signed-out-again');
 
-    // Even a page of the same host under the cookie's path cannot read it: it is HttpOnly.
-    const probe = await context.newPage();
-    await probe.goto(`${origin}/api/auth/oauth2/token/probe`);
-    t.notOk((await probe.evaluate(() => (globalThis as unknown as Doc).document.cookie)).includes('idp.refresh'), 'a page under the cookie path sees no refresh cookie');
-    await probe.close();
+      // The last cookie value was revoked server-side too, not only dropped by the browser.
+      const replay = await fetch(config.cookieUrl, {
+        method: 'POST',
+        headers: { origin, cookie: `idp.refresh=${seen.at(-1)!}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'refresh_token', client_id: application.clientId }),
+      });
+      t.equal(
+        ((await replay.json()) as { error?: string }).error,
+        'invalid_grant',
+        'the signed-out refresh token no longer refreshes',
+      );
 
-    // Cross-origin, the browser accepts the cookie and lets the page read answers only with credentials allowed.
-    if (variant === 'first-party-origin') {
-      t.ok(cookieEndpointAnswers.length >= 4 && cookieEndpointAnswers.every((a) => a.allowOrigin === origin && a.allowCredentials === 'true'),
-        'every cookie-endpoint answer allows the page origin with credentials');
-    }
-
-    // 4. Sign out: cookie-logout answers 204 and clears the cookie; the reload shows "Sign in" again.
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.locator('body[data-state=signed-out]').waitFor();
-    t.same((await calls()).at(-1), { logout: 204 }, 'cookie-logout answered 204');
-    t.equal(await refreshCookie(), undefined, 'the refresh cookie is gone');
-    await page.reload();
-    await ready();
-    t.equal(await state(), 'signed-out', 'after sign-out a reload shows the signed-out page');
-    t.same(await calls(), [{ grant: 'refresh_token', status: 401, keys: ['error', 'error_description'], error: 'invalid_grant' }], 'no cookie: 401 invalid_grant');
-    await t.resolves(page.getByRole('button', { name: 'Sign in' }).waitFor(), 'Sign in is offered again');
-    t.equal(await page.locator('#email').innerText(), '', 'no e-mail is shown');
-    await shot('6-signed-out-again');
-
-    // The last cookie value was revoked server-side too, not only dropped by the browser.
-    const replay = await fetch(config.cookieUrl, {
-      method: 'POST',
-      headers: { origin, cookie: `idp.refresh=${seen.at(-1)!}`, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'refresh_token', client_id: application.clientId }),
-    });
-    t.equal(((await replay.json()) as { error?: string }).error, 'invalid_grant', 'the signed-out refresh token no longer refreshes');
-
-    t.equal(refused401.length, 2, 'the only console errors about the cookie endpoint are the two 401 refusals by design');
-    t.same(consoleErrors, [], 'no console errors or warnings (a CSP violation would be one)');
-    t.same(failedRequests, [], 'no failed requests besides the 401 refreshes without a cookie');
-    t.comment(`screenshots in ${screenshots}`);
-  });
+      t.equal(
+        refused401.length,
+        2,
+        'the only console errors about the cookie endpoint are the two 401 refusals by design',
+      );
+      t.same(consoleErrors, [], 'no console errors or warnings (a CSP violation would be one)');
+      t.same(failedRequests, [], 'no failed requests besides the 401 refreshes without a cookie');
+      t.comment(`screenshots in ${screenshots}`);
+    },
+  );
 }

@@ -50,7 +50,10 @@ export interface TestApp {
 
 export async function buildTestApp(
   t: TapLike,
-  options: { env?: Record<string, string | undefined>; database?: TestDatabase } & Omit<BuildOptions, 'database' | 'logStream'> = {},
+  options: { env?: Record<string, string | undefined>; database?: TestDatabase } & Omit<
+    BuildOptions,
+    'database' | 'logStream'
+  > = {},
 ): Promise<TestApp> {
   const config = testConfig(options.env);
   const database = options.database ?? (await createTestDatabase());

@@ -22,7 +22,10 @@ export class BrowserClient {
     }
   }
 
-  async request(url: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Response> {
+  async request(
+    url: string,
+    init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { accept: 'text/html', ...init.headers };
     if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     let body: string | undefined;
@@ -30,14 +33,29 @@ export class BrowserClient {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(init.form).toString();
     }
-    const res = await fetch(url, { method: init.method ?? (init.form ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
+    const res = await fetch(url, {
+      method: init.method ?? (init.form ? 'POST' : 'GET'),
+      headers,
+      body,
+      redirect: 'manual',
+    });
     this.#store(res);
     const location = res.headers.get('location') ?? undefined;
-    return { status: res.status, url, location: location ? new URL(location, url).toString() : undefined, headers: res.headers, body: await res.text() };
+    return {
+      status: res.status,
+      url,
+      location: location ? new URL(location, url).toString() : undefined,
+      headers: res.headers,
+      body: await res.text(),
+    };
   }
 
   /** Follows redirects until a non-redirect answer or a URL for which `stop` is true. */
-  async follow(url: string, stop: (url: string) => boolean = () => false, init: Parameters<BrowserClient['request']>[1] = {}): Promise<Response> {
+  async follow(
+    url: string,
+    stop: (url: string) => boolean = () => false,
+    init: Parameters<BrowserClient['request']>[1] = {},
+  ): Promise<Response> {
     let res = await this.request(url, init);
     for (let hops = 0; res.location && hops < 20; hops++) {
       if (stop(res.location)) return res;
@@ -48,11 +66,18 @@ export class BrowserClient {
 
   /** Hidden inputs of the first form whose action ends with `action`. */
   static hiddenFields(html: string, action: string): Record<string, string> {
-    const form = new RegExp(`<form[^>]*action="[^"]*${action.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"[^>]*>([\\s\\S]*?)</form>`).exec(html);
+    const form = new RegExp(
+      `<form[^>]*action="[^"]*${action.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"[^>]*>([\\s\\S]*?)</form>`,
+    ).exec(html);
     if (!form) throw new Error(`no form posting to ${action}`);
     const fields: Record<string, string> = {};
     for (const m of form[1]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-      fields[m[1]!] = m[2]!.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+      fields[m[1]!] = m[2]!
+        .replace(/&amp;/g, '&')
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>');
     }
     return fields;
   }

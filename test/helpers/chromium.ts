@@ -12,13 +12,23 @@ interface TapLike {
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** For tap's `skip` option: false, or why the real-browser test cannot run here. */
-export const chromiumSkip: false | string = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`;
+export const chromiumSkip: false | string = existsSync(CHROMIUM)
+  ? false
+  : `${CHROMIUM} is not installed (apt-get install chromium) — the real-browser test needs it`;
 
 /** A headless browser, closed when the test ends. */
 export async function launchChromium(t: TapLike): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
     timeout: 90000,
   });
   t.teardown(() => browser.close());

@@ -37,8 +37,18 @@ const pathOf = (location: string) => {
 };
 
 /** Signs in on the hosted page; `jar` carries the browser's cookies (the request binding among them). */
-export async function signInWithInject(app: FastifyInstance, email: string, password: string, requestId?: string, browser: Record<string, string> = {}) {
-  const page = await app.inject({ method: 'GET', url: `/login/sign-in${requestId ? `?request=${requestId}` : ''}`, cookies: browser });
+export async function signInWithInject(
+  app: FastifyInstance,
+  email: string,
+  password: string,
+  requestId?: string,
+  browser: Record<string, string> = {},
+) {
+  const page = await app.inject({
+    method: 'GET',
+    url: `/login/sign-in${requestId ? `?request=${requestId}` : ''}`,
+    cookies: browser,
+  });
   const jar = { ...browser, ...cookiesOf(page) };
   const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
   const res = await app.inject({
@@ -112,11 +122,30 @@ export async function tokenRequest(app: FastifyInstance, form: Record<string, st
 
 export async function obtainTokens(app: FastifyInstance, o: FlowOptions, jar?: Record<string, string>) {
   const { code, verifier, jar: cookies } = await obtainCode(app, o, jar);
-  const res = await tokenRequest(app, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: o.clientId, redirect_uri: o.redirectUri });
+  const res = await tokenRequest(app, {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    client_id: o.clientId,
+    redirect_uri: o.redirectUri,
+  });
   if (res.statusCode !== 200) throw new Error(`token exchange failed: ${res.statusCode} ${res.body}`);
-  return { tokens: res.json() as { access_token: string; refresh_token?: string; id_token: string; scope: string; expires_in: number }, jar: cookies };
+  return {
+    tokens: res.json() as {
+      access_token: string;
+      refresh_token?: string;
+      id_token: string;
+      scope: string;
+      expires_in: number;
+    },
+    jar: cookies,
+  };
 }
 
 export async function userinfo(app: FastifyInstance, accessToken: string) {
-  return app.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
+  return app.inject({
+    method: 'GET',
+    url: '/api/auth/oauth2/userinfo',
+    headers: { authorization: `Bearer ${accessToken}` },
+  });
 }

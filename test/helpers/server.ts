@@ -11,18 +11,31 @@ interface TapLike {
 }
 
 /** `options.configure` runs last in buildApp: tests add routes of their own on the provider's origin. */
-export async function startTestServer(t: TapLike, env: Record<string, string> = {}, options: Pick<BuildOptions, 'configure'> = {}) {
+export async function startTestServer(
+  t: TapLike,
+  env: Record<string, string> = {},
+  options: Pick<BuildOptions, 'configure'> = {},
+) {
   const smtp = await startSmtp();
   const database: TestDatabase = await createTestDatabase();
   const logs = logCollector();
   // Bind first to learn the port, so BASE_URL (and so the issuer) names the real address.
-  const probe = await import('node:net').then(({ createServer }) => new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  }));
-  const config = testConfig({ PORT: String(probe), HOST: '127.0.0.1', BASE_URL: `http://127.0.0.1:${probe}`, SMTP_URL: smtp.url, ...env });
+  const probe = await import('node:net').then(
+    ({ createServer }) =>
+      new Promise<number>((resolve) => {
+        const s = createServer().listen(0, '127.0.0.1', () => {
+          const port = (s.address() as { port: number }).port;
+          s.close(() => resolve(port));
+        });
+      }),
+  );
+  const config = testConfig({
+    PORT: String(probe),
+    HOST: '127.0.0.1',
+    BASE_URL: `http://127.0.0.1:${probe}`,
+    SMTP_URL: smtp.url,
+    ...env,
+  });
   // What the server prints on its console outside the log (the development setup link).
   const printed: string[] = [];
   const server: RunningServer = await startServer(config, {
@@ -36,5 +49,15 @@ export async function startTestServer(t: TapLike, env: Record<string, string> = 
     await database.dispose();
     await smtp.close();
   });
-  return { server, config, database, smtp, logs, printed, baseUrl: config.baseUrl, issuer: config.issuer, app: server.app };
+  return {
+    server,
+    config,
+    database,
+    smtp,
+    logs,
+    printed,
+    baseUrl: config.baseUrl,
+    issuer: config.issuer,
+    app: server.app,
+  };
 }

@@ -21,7 +21,12 @@ export async function startSmtp() {
       simpleParser(stream).then(
         (parsed: ParsedMail) => {
           const to = Array.isArray(parsed.to) ? parsed.to.map((a) => a.text).join(', ') : (parsed.to?.text ?? '');
-          const mail = { to, subject: parsed.subject ?? '', text: parsed.text ?? '', html: typeof parsed.html === 'string' ? parsed.html : '' };
+          const mail = {
+            to,
+            subject: parsed.subject ?? '',
+            text: parsed.text ?? '',
+            html: typeof parsed.html === 'string' ? parsed.html : '',
+          };
           mails.push(mail);
           for (const w of [...waiters]) {
             if (w.match(mail)) {

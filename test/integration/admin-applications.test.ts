@@ -41,7 +41,12 @@ async function countRows(table: 'applications' | 'audit_events') {
 }
 
 /** Every application of the list, page by page, asserting each page holds at most `limit` items. */
-async function walk(tt: Pick<typeof t, 'equal' | 'ok' | 'type'>, query: Record<string, string>, limit: number, target = app) {
+async function walk(
+  tt: Pick<typeof t, 'equal' | 'ok' | 'type'>,
+  query: Record<string, string>,
+  limit: number,
+  target = app,
+) {
   const seen: Array<{ clientId: string; source: string }> = [];
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
@@ -121,7 +126,11 @@ t.test('authentication', async (t) => {
     for (const route of routes) {
       for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
         const res = await app.inject({ ...route, headers });
-        t.equal(res.statusCode, 401, `${route.method} ${route.url} ${Object.keys(headers).length ? 'wrong token' : 'no token'}`);
+        t.equal(
+          res.statusCode,
+          401,
+          `${route.method} ${route.url} ${Object.keys(headers).length ? 'wrong token' : 'no token'}`,
+        );
         t.equal(res.json().error, 'UNAUTHORIZED');
         t.match(res.headers['www-authenticate'], /^Bearer realm="admin"/);
       }
@@ -225,7 +234,12 @@ t.test('creating applications', async (t) => {
   });
 
   t.test('loopback http redirect URIs and origins are accepted', async (t) => {
-    const redirectUris = ['http://localhost/cb', 'http://127.0.0.1:8080/callback', 'http://[::1]/cb', 'http://app.localhost:3000/cb'];
+    const redirectUris = [
+      'http://localhost/cb',
+      'http://127.0.0.1:8080/callback',
+      'http://[::1]/cb',
+      'http://app.localhost:3000/cb',
+    ];
     const allowedWebOrigins = ['http://localhost:3000', 'http://127.0.0.1:8080', 'http://[::1]:5173'];
     const res = await admin({
       method: 'POST',
@@ -261,12 +275,36 @@ t.test('creating applications', async (t) => {
 
 t.test('invalid application input is 400 VALIDATION_ERROR naming the field', async (t) => {
   const valid = { clientName: 'Valid', redirectUris: ['https://valid.example.com/cb'] };
-  const cases: Array<{ name: string; payload: Record<string, unknown>; details: Array<{ field: string; message: string }> }> = [
-    { name: 'an unknown field', payload: { ...valid, secret: 'x' }, details: [{ field: 'secret', message: 'is not a known field' }] },
-    { name: 'a missing clientName', payload: { redirectUris: valid.redirectUris }, details: [{ field: 'clientName', message: 'is required' }] },
-    { name: 'an empty clientName', payload: { ...valid, clientName: '' }, details: [{ field: 'clientName', message: 'must not have fewer than 1 characters' }] },
-    { name: 'missing redirectUris', payload: { clientName: 'x' }, details: [{ field: 'redirectUris', message: 'is required' }] },
-    { name: 'empty redirectUris', payload: { ...valid, redirectUris: [] }, details: [{ field: 'redirectUris', message: 'must not have fewer than 1 items' }] },
+  const cases: Array<{
+    name: string;
+    payload: Record<string, unknown>;
+    details: Array<{ field: string; message: string }>;
+  }> = [
+    {
+      name: 'an unknown field',
+      payload: { ...valid, secret: 'x' },
+      details: [{ field: 'secret', message: 'is not a known field' }],
+    },
+    {
+      name: 'a missing clientName',
+      payload: { redirectUris: valid.redirectUris },
+      details: [{ field: 'clientName', message: 'is required' }],
+    },
+    {
+      name: 'an empty clientName',
+      payload: { ...valid, clientName: '' },
+      details: [{ field: 'clientName', message: 'must not have fewer than 1 characters' }],
+    },
+    {
+      name: 'missing redirectUris',
+      payload: { clientName: 'x' },
+      details: [{ field: 'redirectUris', message: 'is required' }],
+    },
+    {
+      name: 'empty redirectUris',
+      payload: { ...valid, redirectUris: [] },
+      details: [{ field: 'redirectUris', message: 'must not have fewer than 1 items' }],
+    },
     {
       name: 'an http redirect URI on a non-loopback host',
       payload: { ...valid, redirectUris: ['https://ok.example.com/cb', 'http://app.example.com/cb'] },
@@ -285,7 +323,12 @@ t.test('invalid application input is 400 VALIDATION_ERROR naming the field', asy
     {
       name: 'a redirect URI with another scheme',
       payload: { ...valid, redirectUris: ['javascript:alert(1)'] },
-      details: [{ field: 'redirectUris.0', message: 'scheme javascript: is not allowed; use https (or http on a loopback host)' }],
+      details: [
+        {
+          field: 'redirectUris.0',
+          message: 'scheme javascript: is not allowed; use https (or http on a loopback host)',
+        },
+      ],
     },
     {
       name: 'a redirect URI with credentials',
@@ -381,7 +424,10 @@ t.test('invalid application input is 400 VALIDATION_ERROR naming the field', asy
       t.equal(res.statusCode, 400);
       t.same(res.json(), {
         error: 'VALIDATION_ERROR',
-        message: c.details.length === 1 ? `${c.details[0]!.field}: ${c.details[0]!.message}` : `${c.details.length} fields are invalid`,
+        message:
+          c.details.length === 1
+            ? `${c.details[0]!.field}: ${c.details[0]!.message}`
+            : `${c.details.length} fields are invalid`,
         details: c.details,
       });
       t.equal(res.headers['cache-control'], 'no-store');
@@ -420,7 +466,10 @@ t.test('invalid application input is 400 VALIDATION_ERROR naming the field', asy
       payload: '{"clientName": "x", "redirectUris": [',
     });
     t.equal(res.statusCode, 400);
-    t.same(res.json(), { error: 'INVALID_JSON', message: "Body is not valid JSON but content-type is set to 'application/json'" });
+    t.same(res.json(), {
+      error: 'INVALID_JSON',
+      message: "Body is not valid JSON but content-type is set to 'application/json'",
+    });
     t.equal(res.headers['cache-control'], 'no-store');
   });
 
@@ -455,14 +504,24 @@ t.test('invalid application input is 400 VALIDATION_ERROR naming the field', asy
 
   t.test('a body of an unsupported media type is 415 UNSUPPORTED_MEDIA_TYPE', async (t) => {
     const before = await countRows('applications');
-    const res = await admin({ method: 'POST', url: BASE, headers: { 'content-type': 'application/xml' }, payload: '<app/>' });
+    const res = await admin({
+      method: 'POST',
+      url: BASE,
+      headers: { 'content-type': 'application/xml' },
+      payload: '<app/>',
+    });
     t.equal(res.statusCode, 415);
     t.same(res.json(), { error: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported Media Type' });
     t.equal(await countRows('applications'), before);
   });
 
   t.test('a text/plain body is not an object: 400', async (t) => {
-    const res = await admin({ method: 'POST', url: BASE, headers: { 'content-type': 'text/plain' }, payload: 'clientName=x' });
+    const res = await admin({
+      method: 'POST',
+      url: BASE,
+      headers: { 'content-type': 'text/plain' },
+      payload: 'clientName=x',
+    });
     t.equal(res.statusCode, 400);
     t.same(res.json(), {
       error: 'VALIDATION_ERROR',
@@ -478,11 +537,16 @@ t.test('listing applications', async (t) => {
     // Mixed case, digits, dots, dashes and underscores: the order must hold across the whole alphabet.
     const suffixes = ['a', 'B', 'c', '0', 'z', 'Z', '_x', '-y', '.d', '~e', 'aa'];
     const ids = [];
-    for (const s of suffixes) ids.push((await createApp({ clientId: `${prefix}${s}`, clientName: `Paged ${s}` })).clientId);
+    for (const s of suffixes)
+      ids.push((await createApp({ clientId: `${prefix}${s}`, clientName: `Paged ${s}` })).clientId);
 
     for (const limit of [1, 2, 3, 50]) {
       const seen = (await walk(t, { q: prefix }, limit)).map((a) => a.clientId);
-      t.same(seen, [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), `limit ${limit}: all, once, in order`);
+      t.same(
+        seen,
+        [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+        `limit ${limit}: all, once, in order`,
+      );
     }
   });
 
@@ -536,28 +600,32 @@ t.test('listing applications', async (t) => {
     t.equal(res.json().items.length, 50);
     t.equal(res.json().items[49].clientId, `${prefix}-49`);
     const rest = await admin({ method: 'GET', url: `${BASE}?q=${prefix}&cursor=${res.json().nextCursor}` });
-    t.same(rest.json().items.map((a: { clientId: string }) => a.clientId), [`${prefix}-50`]);
+    t.same(
+      rest.json().items.map((a: { clientId: string }) => a.clientId),
+      [`${prefix}-50`],
+    );
     t.notOk('nextCursor' in rest.json());
   });
 
   t.test('q matches accented names in any case', async (t) => {
     const tag = uniqueId('umlaut');
     const app1 = await createApp({ clientName: `Ärzte Portal ${tag}` });
-    t.same((await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(`ärzte portal ${tag}`)}` })).json(), { items: [app1] });
-    t.same((await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(`ÄRZTE PORTAL ${tag}`)}` })).json(), { items: [app1] });
+    t.same((await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(`ärzte portal ${tag}`)}` })).json(), {
+      items: [app1],
+    });
+    t.same((await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(`ÄRZTE PORTAL ${tag}`)}` })).json(), {
+      items: [app1],
+    });
   });
 
-  t.test(
-    'q finds a name by its exact spelling, whatever letters it uses',
-    async (t) => {
-      const tag = uniqueId('greek');
-      for (const name of [`ΟΔΟΣ ${tag}`, `İstanbul ${tag}`]) {
-        const created = await createApp({ clientName: name });
-        const res = await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(name)}` });
-        t.same(res.json(), { items: [created] }, name);
-      }
-    },
-  );
+  t.test('q finds a name by its exact spelling, whatever letters it uses', async (t) => {
+    const tag = uniqueId('greek');
+    for (const name of [`ΟΔΟΣ ${tag}`, `İstanbul ${tag}`]) {
+      const created = await createApp({ clientName: name });
+      const res = await admin({ method: 'GET', url: `${BASE}?q=${encodeURIComponent(name)}` });
+      t.same(res.json(), { items: [created] }, name);
+    }
+  });
 
   t.test('q treats % and _ literally', async (t) => {
     const tag = uniqueId('lit');
@@ -578,7 +646,11 @@ t.test('listing applications', async (t) => {
     ] as const) {
       const res = await admin({ method: 'GET', url: `${BASE}?${query}` });
       t.equal(res.statusCode, 400, query);
-      t.same(res.json(), { error: 'VALIDATION_ERROR', message: `${field}: ${message}`, details: [{ field, message }] }, query);
+      t.same(
+        res.json(),
+        { error: 'VALIDATION_ERROR', message: `${field}: ${message}`, details: [{ field, message }] },
+        query,
+      );
     }
   });
 
@@ -599,7 +671,9 @@ async function findLinguisticCollation(): Promise<string | undefined> {
   for (const name of ['en-US-x-icu', 'und-x-icu', 'en_US.utf8']) {
     try {
       // Some engines list a collation that still sorts bytewise: keep only one that puts 'a' before 'B'.
-      const { rows } = await sql<{ linguistic: boolean }>`select 'a' < ${sql.raw(`'B' collate "${name}"`)} as linguistic`.execute(database.db);
+      const { rows } = await sql<{
+        linguistic: boolean;
+      }>`select 'a' < ${sql.raw(`'B' collate "${name}"`)} as linguistic`.execute(database.db);
       if (rows[0]?.linguistic) return name;
     } catch {
       // not installed here
@@ -615,10 +689,17 @@ t.test(
   async (t) => {
     // A database of its own: the column's collation is changed for this test only.
     const { app: other, database: otherDb } = await buildTestApp(t);
-    await sql.raw(`alter table applications alter column client_id type text collate "${linguisticCollation}"`).execute(otherDb.db);
+    await sql
+      .raw(`alter table applications alter column client_id type text collate "${linguisticCollation}"`)
+      .execute(otherDb.db);
     const ids = ['coll-a1', 'coll-B2', 'coll-c3', 'coll-D4'];
     for (const clientId of ids) {
-      const res = await other.inject({ method: 'POST', url: BASE, headers: adminHeaders, payload: { clientId, clientName: clientId, redirectUris: ['https://c.example.com/cb'] } });
+      const res = await other.inject({
+        method: 'POST',
+        url: BASE,
+        headers: adminHeaders,
+        payload: { clientId, clientName: clientId, redirectUris: ['https://c.example.com/cb'] },
+      });
       t.equal(res.statusCode, 201);
     }
     const seen = (await walk(t, { q: 'coll-' }, 1, other)).map((a) => a.clientId);
@@ -697,7 +778,13 @@ t.test('updating applications', async (t) => {
     });
     t.equal(res.statusCode, 200);
     const body = res.json();
-    t.same(body, { ...created, clientDescription: null, clientLogoUrl: null, postVerificationRedirectPath: null, updatedAt: body.updatedAt });
+    t.same(body, {
+      ...created,
+      clientDescription: null,
+      clientLogoUrl: null,
+      postVerificationRedirectPath: null,
+      updatedAt: body.updatedAt,
+    });
   });
 
   t.test('null is refused for required fields', async (t) => {
@@ -739,7 +826,11 @@ t.test('updating applications', async (t) => {
       [{ redirectUris: ['http://evil.example.com/cb'] }, 'redirectUris.0', HTTP_NOT_LOOPBACK],
       [{ redirectUris: [] }, 'redirectUris', 'must not have fewer than 1 items'],
       [{ allowedScopes: ['profile'] }, 'allowedScopes', 'must include openid (this is an OpenID Connect provider)'],
-      [{ allowedWebOrigins: ['https://x.example.com/'] }, 'allowedWebOrigins.0', NOT_AN_ORIGIN('https://x.example.com')],
+      [
+        { allowedWebOrigins: ['https://x.example.com/'] },
+        'allowedWebOrigins.0',
+        NOT_AN_ORIGIN('https://x.example.com'),
+      ],
       [{ postVerificationRedirectPath: '//evil.com' }, 'postVerificationRedirectPath', BAD_PATH],
       [{ clientLogoUrl: 'http://cdn.example.com/logo.png' }, 'clientLogoUrl', HTTP_NOT_LOOPBACK],
     ] as const) {
@@ -812,7 +903,11 @@ t.test('deleting applications', async (t) => {
     const clientId = uniqueId('reuse');
     await createApp({ clientId });
     await admin({ method: 'DELETE', url: `${BASE}/${clientId}` });
-    const again = await admin({ method: 'POST', url: BASE, payload: { clientId, clientName: 'Again', redirectUris: ['https://a.example.com/cb'] } });
+    const again = await admin({
+      method: 'POST',
+      url: BASE,
+      payload: { clientId, clientName: 'Again', redirectUris: ['https://a.example.com/cb'] },
+    });
     t.equal(again.statusCode, 201);
   });
 });
@@ -821,18 +916,57 @@ t.test('audit trail', async (t) => {
   t.test('create, update, enable/disable and delete are recorded with actor admin-api', async (t) => {
     const clientId = uniqueId('audited');
     await createApp({ clientId, clientName: 'Audited' });
-    await admin({ method: 'PATCH', url: `${BASE}/${clientId}`, payload: { clientName: 'Audited 2', clientDescription: 'd' } });
+    await admin({
+      method: 'PATCH',
+      url: `${BASE}/${clientId}`,
+      payload: { clientName: 'Audited 2', clientDescription: 'd' },
+    });
     await admin({ method: 'POST', url: `${BASE}/${clientId}/disable` });
     await admin({ method: 'DELETE', url: `${BASE}/${clientId}` });
 
     const events = await listAuditEvents(database.db, { clientId });
     t.same(
-      events.map((e) => ({ type: e.type, actor: e.actor, client_id: e.client_id, user_id: e.user_id, ip: e.ip, detail: e.detail })),
+      events.map((e) => ({
+        type: e.type,
+        actor: e.actor,
+        client_id: e.client_id,
+        user_id: e.user_id,
+        ip: e.ip,
+        detail: e.detail,
+      })),
       [
-        { type: 'application.created', actor: 'admin-api', client_id: clientId, user_id: null, ip: '127.0.0.1', detail: { clientName: 'Audited' } },
-        { type: 'application.updated', actor: 'admin-api', client_id: clientId, user_id: null, ip: '127.0.0.1', detail: { fields: ['clientName', 'clientDescription'] } },
-        { type: 'application.updated', actor: 'admin-api', client_id: clientId, user_id: null, ip: '127.0.0.1', detail: { fields: ['enabled'] } },
-        { type: 'application.deleted', actor: 'admin-api', client_id: clientId, user_id: null, ip: '127.0.0.1', detail: {} },
+        {
+          type: 'application.created',
+          actor: 'admin-api',
+          client_id: clientId,
+          user_id: null,
+          ip: '127.0.0.1',
+          detail: { clientName: 'Audited' },
+        },
+        {
+          type: 'application.updated',
+          actor: 'admin-api',
+          client_id: clientId,
+          user_id: null,
+          ip: '127.0.0.1',
+          detail: { fields: ['clientName', 'clientDescription'] },
+        },
+        {
+          type: 'application.updated',
+          actor: 'admin-api',
+          client_id: clientId,
+          user_id: null,
+          ip: '127.0.0.1',
+          detail: { fields: ['enabled'] },
+        },
+        {
+          type: 'application.deleted',
+          actor: 'admin-api',
+          client_id: clientId,
+          user_id: null,
+          ip: '127.0.0.1',
+          detail: {},
+        },
       ],
     );
     for (const e of events) t.ok(e.created_at instanceof Date || typeof e.created_at === 'string');
@@ -840,8 +974,16 @@ t.test('audit trail', async (t) => {
 
   t.test('refused requests leave no audit event', async (t) => {
     const clientId = uniqueId('refused');
-    await admin({ method: 'POST', url: BASE, payload: { clientId, clientName: 'x', redirectUris: ['http://evil.example.com/cb'] } });
-    await app.inject({ method: 'POST', url: BASE, payload: { clientId, clientName: 'x', redirectUris: ['https://a.example.com/cb'] } });
+    await admin({
+      method: 'POST',
+      url: BASE,
+      payload: { clientId, clientName: 'x', redirectUris: ['http://evil.example.com/cb'] },
+    });
+    await app.inject({
+      method: 'POST',
+      url: BASE,
+      payload: { clientId, clientName: 'x', redirectUris: ['https://a.example.com/cb'] },
+    });
     t.same(await listAuditEvents(database.db, { clientId }), []);
   });
 });
@@ -850,7 +992,9 @@ t.test('transactions: a failure halfway leaves nothing behind', async (t) => {
   // A CHECK constraint on the audit table makes the audit insert (the second statement of each change) fail.
   async function withBrokenAudit(condition: string, fn: () => Promise<void>) {
     const name = `test_block_${process.pid}_${++counter}`;
-    await sql.raw(`alter table audit_events add constraint ${name} check (${condition}) not valid`).execute(database.db);
+    await sql
+      .raw(`alter table audit_events add constraint ${name} check (${condition}) not valid`)
+      .execute(database.db);
     try {
       await fn();
     } finally {
@@ -862,7 +1006,11 @@ t.test('transactions: a failure halfway leaves nothing behind', async (t) => {
     const clientId = uniqueId('tx-create');
     const apps = await countRows('applications');
     await withBrokenAudit(`client_id is distinct from '${clientId}'`, async () => {
-      const res = await admin({ method: 'POST', url: BASE, payload: { clientId, clientName: 'Tx', redirectUris: ['https://tx.example.com/cb'] } });
+      const res = await admin({
+        method: 'POST',
+        url: BASE,
+        payload: { clientId, clientName: 'Tx', redirectUris: ['https://tx.example.com/cb'] },
+      });
       t.equal(res.statusCode, 500);
       t.same(res.json(), { error: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
     });
@@ -872,23 +1020,36 @@ t.test('transactions: a failure halfway leaves nothing behind', async (t) => {
 
   t.test('an update whose audit event fails changes nothing', async (t) => {
     const created = await createApp({ clientId: uniqueId('tx-update'), clientName: 'Original' });
-    await withBrokenAudit(`type <> 'application.updated' or client_id is distinct from '${created.clientId}'`, async () => {
-      const res = await admin({ method: 'PATCH', url: `${BASE}/${created.clientId}`, payload: { clientName: 'Changed' } });
-      t.equal(res.statusCode, 500);
-      const disable = await admin({ method: 'POST', url: `${BASE}/${created.clientId}/disable` });
-      t.equal(disable.statusCode, 500);
-    });
+    await withBrokenAudit(
+      `type <> 'application.updated' or client_id is distinct from '${created.clientId}'`,
+      async () => {
+        const res = await admin({
+          method: 'PATCH',
+          url: `${BASE}/${created.clientId}`,
+          payload: { clientName: 'Changed' },
+        });
+        t.equal(res.statusCode, 500);
+        const disable = await admin({ method: 'POST', url: `${BASE}/${created.clientId}/disable` });
+        t.equal(disable.statusCode, 500);
+      },
+    );
     t.same((await admin({ method: 'GET', url: `${BASE}/${created.clientId}` })).json(), created);
   });
 
   t.test('a delete whose audit event fails keeps the application', async (t) => {
     const created = await createApp({ clientId: uniqueId('tx-delete') });
-    await withBrokenAudit(`type <> 'application.deleted' or client_id is distinct from '${created.clientId}'`, async () => {
-      const res = await admin({ method: 'DELETE', url: `${BASE}/${created.clientId}` });
-      t.equal(res.statusCode, 500);
-    });
+    await withBrokenAudit(
+      `type <> 'application.deleted' or client_id is distinct from '${created.clientId}'`,
+      async () => {
+        const res = await admin({ method: 'DELETE', url: `${BASE}/${created.clientId}` });
+        t.equal(res.statusCode, 500);
+      },
+    );
     t.same((await admin({ method: 'GET', url: `${BASE}/${created.clientId}` })).json(), created);
-    t.same((await listAuditEvents(database.db, { clientId: created.clientId })).map((e) => e.type), ['application.created']);
+    t.same(
+      (await listAuditEvents(database.db, { clientId: created.clientId })).map((e) => e.type),
+      ['application.created'],
+    );
   });
 });
 
@@ -919,8 +1080,7 @@ t.test('static applications', async (t) => {
   const { app: withStatic, database: staticDb } = await buildTestApp(t, {
     staticApplications: staticApplicationsFrom(statics, file),
   });
-  const call = (options: Inject) =>
-    withStatic.inject({ ...options, headers: { ...adminHeaders, ...options.headers } });
+  const call = (options: Inject) => withStatic.inject({ ...options, headers: { ...adminHeaders, ...options.headers } });
   const portal = {
     clientId: 'static-portal',
     clientName: 'Static Portal',
@@ -966,18 +1126,24 @@ t.test('static applications', async (t) => {
   t.test('the list shows static applications, and q finds them by name', async (t) => {
     const res = await call({ method: 'GET', url: BASE });
     t.equal(res.statusCode, 200);
-    t.same(res.json().items.filter((a: { source: string }) => a.source === 'static').map((a: { clientId: string }) => a.clientId), [
-      'mix-b',
-      'mix-d',
-      'static-portal',
-    ]);
+    t.same(
+      res
+        .json()
+        .items.filter((a: { source: string }) => a.source === 'static')
+        .map((a: { clientId: string }) => a.clientId),
+      ['mix-b', 'mix-d', 'static-portal'],
+    );
     const byName = await call({ method: 'GET', url: `${BASE}?q=PORTAL` });
     t.same(byName.json(), { items: [portal] });
   });
 
   t.test('paging merges static and database applications in client id order', async (t) => {
     for (const id of ['mix-a', 'mix-c', 'mix-e']) {
-      const res = await call({ method: 'POST', url: BASE, payload: { clientId: id, clientName: `DB ${id}`, redirectUris: ['https://db.example.com/cb'] } });
+      const res = await call({
+        method: 'POST',
+        url: BASE,
+        payload: { clientId: id, clientName: `DB ${id}`, redirectUris: ['https://db.example.com/cb'] },
+      });
       t.equal(res.statusCode, 201);
     }
     for (const limit of [1, 2, 4]) {
@@ -1020,7 +1186,10 @@ t.test('static applications', async (t) => {
       payload: { clientId: 'static-portal', clientName: 'Shadow', redirectUris: ['https://shadow.example.com/cb'] },
     });
     t.equal(res.statusCode, 409);
-    t.same(res.json(), { error: 'CLIENT_ID_TAKEN', message: 'Client id static-portal is used by a static application' });
+    t.same(res.json(), {
+      error: 'CLIENT_ID_TAKEN',
+      message: 'Client id static-portal is used by a static application',
+    });
     t.same(await staticDb.db.selectFrom('applications').select('client_id').execute(), before);
   });
 
@@ -1030,19 +1199,32 @@ t.test('static applications', async (t) => {
   });
 });
 
-t.test('a long or badly escaped client id or kid in the path gets the documented 400/404, never a router error (414/400)', async (t) => {
-  const call = (method: Inject['method'], url: string) => app.inject({ method, url, headers: adminHeaders, ...(method === 'PATCH' && { payload: { clientName: 'x' } }) });
-  for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', '']] as const) {
-    const long = await call(method, `${BASE}/${'a'.repeat(600)}${path}`);
-    t.equal(long.statusCode, 400, `${method}: 600 characters`);
-    t.equal(long.json().error, 'VALIDATION_ERROR', `${method}: 600 characters`);
-    t.match(long.json().details, [{ field: 'params.clientId' }]);
-    const bad = await call(method, `${BASE}/%ZZ${path}`);
-    t.equal(bad.statusCode, 404, `${method}: a malformed escape is an id that does not exist`);
-    t.equal(bad.json().error, 'NOT_FOUND');
-  }
-  const kid = await app.inject({ method: 'POST', url: `/api/admin/keys/${'k'.repeat(600)}/retire`, headers: adminHeaders, payload: {} });
-  t.equal(kid.statusCode, 400, 'kid: 600 characters');
-  t.equal(kid.json().error, 'VALIDATION_ERROR');
-  for (const res of [kid]) t.notMatch(res.body, /FST_|statusCode/);
-});
+t.test(
+  'a long or badly escaped client id or kid in the path gets the documented 400/404, never a router error (414/400)',
+  async (t) => {
+    const call = (method: Inject['method'], url: string) =>
+      app.inject({ method, url, headers: adminHeaders, ...(method === 'PATCH' && { payload: { clientName: 'x' } }) });
+    for (const [method, path] of [
+      ['GET', ''],
+      ['PATCH', ''],
+      ['DELETE', ''],
+    ] as const) {
+      const long = await call(method, `${BASE}/${'a'.repeat(600)}${path}`);
+      t.equal(long.statusCode, 400, `${method}: 600 characters`);
+      t.equal(long.json().error, 'VALIDATION_ERROR', `${method}: 600 characters`);
+      t.match(long.json().details, [{ field: 'params.clientId' }]);
+      const bad = await call(method, `${BASE}/%ZZ${path}`);
+      t.equal(bad.statusCode, 404, `${method}: a malformed escape is an id that does not exist`);
+      t.equal(bad.json().error, 'NOT_FOUND');
+    }
+    const kid = await app.inject({
+      method: 'POST',
+      url: `/api/admin/keys/${'k'.repeat(600)}/retire`,
+      headers: adminHeaders,
+      payload: {},
+    });
+    t.equal(kid.statusCode, 400, 'kid: 600 characters');
+    t.equal(kid.json().error, 'VALIDATION_ERROR');
+    for (const res of [kid]) t.notMatch(res.body, /FST_|statusCode/);
+  },
+);

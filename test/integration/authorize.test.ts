@@ -25,24 +25,34 @@ const PASSWORD = 'correct horse battery staple';
 /** RFC 6749 §4.1.2.1 / §5.2: error_description uses only %x20-21 / %x23-5B / %x5D-7E. */
 const ERROR_DESCRIPTION = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/;
 
-
 const client = await app.services.applications.create(
-  { clientName: 'Authorize RP', redirectUris: [REDIRECT, REDIRECT_WITH_QUERY, LOOPBACK_REDIRECT], allowedScopes: ['openid', 'profile', 'email', 'offline_access'] },
+  {
+    clientName: 'Authorize RP',
+    redirectUris: [REDIRECT, REDIRECT_WITH_QUERY, LOOPBACK_REDIRECT],
+    allowedScopes: ['openid', 'profile', 'email', 'offline_access'],
+  },
   actor,
 );
-const disabledClient = await app.services.applications.create({ clientName: 'Disabled RP', redirectUris: [REDIRECT], enabled: false }, actor);
+const disabledClient = await app.services.applications.create(
+  { clientName: 'Disabled RP', redirectUris: [REDIRECT], enabled: false },
+  actor,
+);
 
 /**
  * Every request of this file comes from one browser, which carries the request-binding cookie that
  * authorize sets (tests of another browser pass their own cookie, which wins).
  */
 const BROWSER: Record<string, string> = { 'idp.authz': generateToken() };
-const inject = (options: InjectOptions & { cookies?: Record<string, string> }) => app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
+const inject = (options: InjectOptions & { cookies?: Record<string, string> }) =>
+  app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
 
 let counter = 0;
 async function createUser(label: string, fields: { emailVerified?: boolean } = {}) {
   const email = `${label}-${++counter}@example.com`;
-  const user = await app.services.users.create({ email, password: PASSWORD, emailVerified: fields.emailVerified ?? true }, actor);
+  const user = await app.services.users.create(
+    { email, password: PASSWORD, emailVerified: fields.emailVerified ?? true },
+    actor,
+  );
   return { ...user, email };
 }
 
@@ -95,7 +105,8 @@ async function follow(location: string | undefined, jar: Jar = {}) {
 }
 
 function locationOf(res: LightMyRequestResponse): URL {
-  if (typeof res.headers.location !== 'string') throw new Error(`no Location: ${res.statusCode} ${res.body.slice(0, 300)}`);
+  if (typeof res.headers.location !== 'string')
+    throw new Error(`no Location: ${res.statusCode} ${res.body.slice(0, 300)}`);
   return new URL(res.headers.location);
 }
 
@@ -107,7 +118,11 @@ function requestIdOf(res: LightMyRequestResponse): string {
 
 /** Posts the sign-in form (GET first for the CSRF cookie and hidden fields). */
 async function signIn(email: string, options: { requestId?: string | undefined; jar?: Jar; password?: string } = {}) {
-  const page = await inject({ method: 'GET', url: `/login/sign-in${options.requestId ? `?request=${encodeURIComponent(options.requestId)}` : ''}`, cookies: options.jar ?? {} });
+  const page = await inject({
+    method: 'GET',
+    url: `/login/sign-in${options.requestId ? `?request=${encodeURIComponent(options.requestId)}` : ''}`,
+    cookies: options.jar ?? {},
+  });
   if (page.statusCode !== 200) throw new Error(`sign-in page: ${page.statusCode}`);
   const jar = { ...options.jar, ...cookiesOf(page) };
   const fields = BrowserClient.hiddenFields(page.body, '/login/sign-in');
@@ -123,7 +138,11 @@ async function signIn(email: string, options: { requestId?: string | undefined; 
 
 /** Posts the consent form (GET first for the CSRF cookie and hidden fields). */
 async function consent(requestId: string, jar: Jar, decision: 'allow' | 'deny') {
-  const page = await inject({ method: 'GET', url: `/login/consent?request=${encodeURIComponent(requestId)}`, cookies: jar });
+  const page = await inject({
+    method: 'GET',
+    url: `/login/consent?request=${encodeURIComponent(requestId)}`,
+    cookies: jar,
+  });
   if (page.statusCode !== 200) throw new Error(`consent page: ${page.statusCode} ${page.body.slice(0, 300)}`);
   const merged = { ...jar, ...cookiesOf(page) };
   const fields = BrowserClient.hiddenFields(page.body, '/login/consent');
@@ -182,21 +201,31 @@ function expectRedirectError(
   const url = locationOf(res);
   const base = new URL(options.redirectUri ?? REDIRECT);
   t.equal(`${url.origin}${url.pathname}`, `${base.origin}${base.pathname}`, `${label}: to the registered redirect_uri`);
-  for (const [k, v] of base.searchParams) t.equal(url.searchParams.get(k), v, `${label}: keeps the registered query ${k}`);
+  for (const [k, v] of base.searchParams)
+    t.equal(url.searchParams.get(k), v, `${label}: keeps the registered query ${k}`);
   t.equal(url.searchParams.get('error'), error, `${label}: error`);
   t.ok(url.searchParams.get('error_description'), `${label}: error_description`);
-  t.match(url.searchParams.get('error_description'), ERROR_DESCRIPTION, `${label}: error_description in the RFC 6749 character set`);
+  t.match(
+    url.searchParams.get('error_description'),
+    ERROR_DESCRIPTION,
+    `${label}: error_description in the RFC 6749 character set`,
+  );
   t.equal(url.searchParams.get('iss'), ISSUER, `${label}: iss (RFC 9207)`);
   const state = options.state === undefined ? 'st-123' : options.state;
   if (state === null) t.notOk(url.searchParams.has('state'), `${label}: no state`);
   else t.equal(url.searchParams.get('state'), state, `${label}: state echoed`);
   t.notOk(url.searchParams.has('code'), `${label}: no code`);
-  for (const k of ['error', 'error_description', 'iss', 'state']) t.ok(url.searchParams.getAll(k).length <= 1, `${label}: one ${k}`);
+  for (const k of ['error', 'error_description', 'iss', 'state'])
+    t.ok(url.searchParams.getAll(k).length <= 1, `${label}: one ${k}`);
   return url;
 }
 
 /** A 303 to the client's redirect_uri with a code, the state and iss. */
-function expectCode(t: Test, res: LightMyRequestResponse, options: { state?: string | null; redirectUri?: string } = {}): string {
+function expectCode(
+  t: Test,
+  res: LightMyRequestResponse,
+  options: { state?: string | null; redirectUri?: string } = {},
+): string {
   t.equal(res.statusCode, 303, 'a 303 to the client');
   t.equal(res.headers['cache-control'], 'no-store');
   const url = locationOf(res);
@@ -213,7 +242,12 @@ function expectCode(t: Test, res: LightMyRequestResponse, options: { state?: str
   return code ?? '';
 }
 
-function expectStep(t: Test, res: LightMyRequestResponse, step: 'sign-in' | 'sign-up' | 'verify-email' | 'consent', label: string = step): string {
+function expectStep(
+  t: Test,
+  res: LightMyRequestResponse,
+  step: 'sign-in' | 'sign-up' | 'verify-email' | 'consent',
+  label: string = step,
+): string {
   t.equal(res.statusCode, 303, `${label}: 303`);
   t.equal(res.headers['cache-control'], 'no-store', `${label}: no-store`);
   const url = locationOf(res);
@@ -235,14 +269,28 @@ t.test('client_id problems are rendered (HTML, or JSON when asked), never redire
     ['empty client_id', request({ client_id: '' }), 'invalid_request', /client_id is required/],
     ['unknown client_id', request({ client_id: 'no-such-client' }), 'invalid_client', /unknown client_id/],
     ['disabled application', request({ client_id: disabledClient.clientId }), 'invalid_client', /disabled/],
-    ['repeated client_id', request({ client_id: [client.clientId, client.clientId] }), 'invalid_request', /client_id must not be repeated/],
-    ['two different client_ids', request({ client_id: [client.clientId, disabledClient.clientId] }), 'invalid_request', /must not be repeated/],
+    [
+      'repeated client_id',
+      request({ client_id: [client.clientId, client.clientId] }),
+      'invalid_request',
+      /client_id must not be repeated/,
+    ],
+    [
+      'two different client_ids',
+      request({ client_id: [client.clientId, disabledClient.clientId] }),
+      'invalid_request',
+      /must not be repeated/,
+    ],
     ['a very long client_id', request({ client_id: 'x'.repeat(300) }), 'invalid_request', /client_id/],
   ];
   for (const [label, params, error, description] of cases) {
     t.test(label, async (t) => {
       expectRendered(t, await authorize(params), error, description);
-      expectRendered(t, await authorize(params, { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' }), error);
+      expectRendered(
+        t,
+        await authorize(params, { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' }),
+        error,
+      );
       expectRendered(t, await authorize(params, { accept: 'application/json, text/html' }), error);
       expectRenderedJson(t, await authorize(params, { accept: 'application/json' }), error, description);
       expectRendered(t, await authorize(params, { method: 'POST' }), error, description);
@@ -272,24 +320,60 @@ t.test('redirect_uri problems are rendered, never redirected: the match is exact
     ['localhost for 127.0.0.1', 'http://localhost:8123/cb', 'invalid_request', /not registered/],
     ['a subdomain', 'https://evil.rp.example.com/callback', 'invalid_request', /not registered/],
     ['repeated redirect_uri', [REDIRECT, REDIRECT], 'invalid_request', /redirect_uri must not be repeated/],
-    ['two different redirect_uris', [REDIRECT, 'https://evil.example.net/callback'], 'invalid_request', /must not be repeated/],
+    [
+      'two different redirect_uris',
+      [REDIRECT, 'https://evil.example.net/callback'],
+      'invalid_request',
+      /must not be repeated/,
+    ],
   ];
   for (const [label, redirectUri, error, description] of cases) {
     t.test(label, async (t) => {
       // Also with other parameters wrong: they must not turn the rendered error into a redirect.
       expectRendered(t, await authorize(request({ redirect_uri: redirectUri })), error, description);
-      expectRendered(t, await authorize(request({ redirect_uri: redirectUri, scope: ['openid', 'openid'], response_type: 'token' })), error);
-      expectRenderedJson(t, await authorize(request({ redirect_uri: redirectUri }), { accept: 'application/json' }), error, description);
-      expectRendered(t, await authorize(request({ redirect_uri: redirectUri }), { method: 'POST' }), error, description);
+      expectRendered(
+        t,
+        await authorize(request({ redirect_uri: redirectUri, scope: ['openid', 'openid'], response_type: 'token' })),
+        error,
+      );
+      expectRenderedJson(
+        t,
+        await authorize(request({ redirect_uri: redirectUri }), { accept: 'application/json' }),
+        error,
+        description,
+      );
+      expectRendered(
+        t,
+        await authorize(request({ redirect_uri: redirectUri }), { method: 'POST' }),
+        error,
+        description,
+      );
     });
   }
   t.test('the redirect_uri of another application', async (t) => {
-    const other = await app.services.applications.create({ clientName: 'Other RP', redirectUris: ['https://other.example.org/cb'] }, actor);
-    expectRendered(t, await authorize(request({ redirect_uri: 'https://other.example.org/cb' })), 'invalid_request', /not registered/);
-    expectRendered(t, await authorize(request({ client_id: other.clientId, redirect_uri: REDIRECT })), 'invalid_request', /not registered/);
+    const other = await app.services.applications.create(
+      { clientName: 'Other RP', redirectUris: ['https://other.example.org/cb'] },
+      actor,
+    );
+    expectRendered(
+      t,
+      await authorize(request({ redirect_uri: 'https://other.example.org/cb' })),
+      'invalid_request',
+      /not registered/,
+    );
+    expectRendered(
+      t,
+      await authorize(request({ client_id: other.clientId, redirect_uri: REDIRECT })),
+      'invalid_request',
+      /not registered/,
+    );
   });
   t.test('an unknown client is reported before the redirect_uri', async (t) => {
-    expectRendered(t, await authorize(request({ client_id: 'nope', redirect_uri: 'https://evil.example.net/' })), 'invalid_client');
+    expectRendered(
+      t,
+      await authorize(request({ client_id: 'nope', redirect_uri: 'https://evil.example.net/' })),
+      'invalid_client',
+    );
   });
 });
 
@@ -336,7 +420,10 @@ t.test('after client and redirect_uri are verified, errors are redirected with e
     t.test(label, async (t) => {
       const state = label === 'a too long state' ? 's'.repeat(2049) : 'st-123';
       expectRedirectError(t, await authorize(request(overrides)), error, { state });
-      expectRedirectError(t, await authorize(request(overrides), { method: 'POST' }), error, { state, label: `${label} (POST)` });
+      expectRedirectError(t, await authorize(request(overrides), { method: 'POST' }), error, {
+        state,
+        label: `${label} (POST)`,
+      });
       expectRedirectError(t, await authorize(request(overrides), { accept: 'application/json' }), error, {
         state,
         label: `${label} (JSON accepted: still a redirect)`,
@@ -346,44 +433,71 @@ t.test('after client and redirect_uri are verified, errors are redirected with e
 });
 
 t.test('the error redirect carries state only when one was sent, and keeps the registered query', async (t) => {
-  const noState = expectRedirectError(t, await authorize(request({ state: undefined, response_type: 'token' })), 'unsupported_response_type', { state: null });
+  const noState = expectRedirectError(
+    t,
+    await authorize(request({ state: undefined, response_type: 'token' })),
+    'unsupported_response_type',
+    { state: null },
+  );
   t.same([...noState.searchParams.keys()].sort(), ['error', 'error_description', 'iss']);
-  expectRedirectError(t, await authorize(request({ state: ['a', 'b'], response_type: 'token' })), 'invalid_request', { state: null, label: 'repeated state' });
-  const withQuery = expectRedirectError(t, await authorize(request({ redirect_uri: REDIRECT_WITH_QUERY, scope: 'openid foo' })), 'invalid_scope', {
-    redirectUri: REDIRECT_WITH_QUERY,
+  expectRedirectError(t, await authorize(request({ state: ['a', 'b'], response_type: 'token' })), 'invalid_request', {
+    state: null,
+    label: 'repeated state',
   });
+  const withQuery = expectRedirectError(
+    t,
+    await authorize(request({ redirect_uri: REDIRECT_WITH_QUERY, scope: 'openid foo' })),
+    'invalid_scope',
+    {
+      redirectUri: REDIRECT_WITH_QUERY,
+    },
+  );
   t.same([...withQuery.searchParams.keys()].sort(), ['error', 'error_description', 'iss', 'state', 'tenant']);
   // An empty state counts as omitted (RFC 6749 §3.1), on errors as on success.
-  const empty = expectRedirectError(t, await authorize(request({ state: '', response_type: 'token' })), 'unsupported_response_type', { state: null, label: 'empty state' });
+  const empty = expectRedirectError(
+    t,
+    await authorize(request({ state: '', response_type: 'token' })),
+    'unsupported_response_type',
+    { state: null, label: 'empty state' },
+  );
   t.same([...empty.searchParams.keys()].sort(), ['error', 'error_description', 'iss']);
   // State is returned exactly, whatever it contains.
   const odd = 'a b&c=d?e#f/ü';
-  expectRedirectError(t, await authorize(request({ state: odd, response_type: 'token' })), 'unsupported_response_type', { state: odd });
+  expectRedirectError(
+    t,
+    await authorize(request({ state: odd, response_type: 'token' })),
+    'unsupported_response_type',
+    { state: odd },
+  );
 });
 
-t.test(
-  'error_description never carries request text outside the RFC 6749 §4.1.2.1 character set',
-  async (t) => {
-    for (const [label, params] of [
-      ['a prompt value with a quote', request({ prompt: 'login "x"' })],
-      ['a non-ASCII prompt value', request({ prompt: 'connexión' })],
-      ['a prompt value with a backslash', request({ prompt: 'a\\b' })],
-      ['a repeated parameter with a quote in its name', request({ 'x"y': ['1', '2'] })],
-      ['a repeated parameter with a non-ASCII name', request({ 'é': ['1', '2'] })],
-      ['a scope with an illegal character', request({ scope: 'openid "profile"' })],
-    ] as const) {
-      const res = await authorize(params);
-      t.equal(res.statusCode, 303, label);
-      t.match(locationOf(res).searchParams.get('error'), /^(invalid_request|invalid_scope)$/, label);
-      t.match(locationOf(res).searchParams.get('error_description'), ERROR_DESCRIPTION, label);
-    }
-  },
-);
+t.test('error_description never carries request text outside the RFC 6749 §4.1.2.1 character set', async (t) => {
+  for (const [label, params] of [
+    ['a prompt value with a quote', request({ prompt: 'login "x"' })],
+    ['a non-ASCII prompt value', request({ prompt: 'connexión' })],
+    ['a prompt value with a backslash', request({ prompt: 'a\\b' })],
+    ['a repeated parameter with a quote in its name', request({ 'x"y': ['1', '2'] })],
+    ['a repeated parameter with a non-ASCII name', request({ é: ['1', '2'] })],
+    ['a scope with an illegal character', request({ scope: 'openid "profile"' })],
+  ] as const) {
+    const res = await authorize(params);
+    t.equal(res.statusCode, 303, label);
+    t.match(locationOf(res).searchParams.get('error'), /^(invalid_request|invalid_scope)$/, label);
+    t.match(locationOf(res).searchParams.get('error_description'), ERROR_DESCRIPTION, label);
+  }
+});
 
 t.test('prompt=none without a session is login_required', async (t) => {
   expectRedirectError(t, await authorize(request({ prompt: 'none' })), 'login_required');
-  expectRedirectError(t, await authorize(request({ prompt: 'none', state: undefined })), 'login_required', { state: null });
-  expectRedirectError(t, await authorize(request({ prompt: 'none' }), { jar: { 'idp.session': 'not-a-session' } }), 'login_required', { label: 'an unknown session cookie' });
+  expectRedirectError(t, await authorize(request({ prompt: 'none', state: undefined })), 'login_required', {
+    state: null,
+  });
+  expectRedirectError(
+    t,
+    await authorize(request({ prompt: 'none' }), { jar: { 'idp.session': 'not-a-session' } }),
+    'login_required',
+    { label: 'an unknown session cookie' },
+  );
 });
 
 t.test('without a session: a 303 to the sign-in page with a pending request', async (t) => {
@@ -399,9 +513,24 @@ t.test('without a session: a 303 to the sign-in page with a pending request', as
   t.match(page.body, 'Authorize RP', 'the page names the application');
 
   // Unknown parameters are ignored; an allowed response_mode=query and an empty scope (openid) are fine.
-  expectStep(t, await authorize(request({ foo: 'bar', response_mode: 'query', scope: '' })), 'sign-in', 'unknown parameters ignored');
-  expectStep(t, await authorize(request({ scope: undefined, state: undefined, nonce: undefined })), 'sign-in', 'scope, state and nonce are optional');
-  expectStep(t, await authorize(request({ prompt: 'login consent', max_age: '0' })), 'sign-in', 'prompt=login consent with max_age=0');
+  expectStep(
+    t,
+    await authorize(request({ foo: 'bar', response_mode: 'query', scope: '' })),
+    'sign-in',
+    'unknown parameters ignored',
+  );
+  expectStep(
+    t,
+    await authorize(request({ scope: undefined, state: undefined, nonce: undefined })),
+    'sign-in',
+    'scope, state and nonce are optional',
+  );
+  expectStep(
+    t,
+    await authorize(request({ prompt: 'login consent', max_age: '0' })),
+    'sign-in',
+    'prompt=login consent with max_age=0',
+  );
   expectStep(t, await authorize(request(), { method: 'POST' }), 'sign-in', 'POST works like GET');
   expectStep(t, await authorize(request({ redirect_uri: LOOPBACK_REDIRECT })), 'sign-in', 'a loopback redirect_uri');
 });
@@ -415,9 +544,19 @@ t.test('prompt=create goes to the sign-up page', async (t) => {
 });
 
 t.test('POST authorize needs a form body', async (t) => {
-  const json = await inject({ method: 'POST', url: AUTHORIZE, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(request()) });
+  const json = await inject({
+    method: 'POST',
+    url: AUTHORIZE,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(request()),
+  });
   expectRendered(t, json, 'invalid_request', /x-www-form-urlencoded/);
-  const text = await inject({ method: 'POST', url: AUTHORIZE, headers: { 'content-type': 'text/plain' }, payload: encode(request()) });
+  const text = await inject({
+    method: 'POST',
+    url: AUTHORIZE,
+    headers: { 'content-type': 'text/plain' },
+    payload: encode(request()),
+  });
   expectRendered(t, text, 'invalid_request');
 });
 
@@ -425,11 +564,18 @@ t.test('login_hint prefills the e-mail field of the sign-in (and sign-up) page',
   const hint = 'hint.person@example.com';
   const page = await follow((await authorize(request({ login_hint: hint }))).headers.location as string);
   t.equal(page.statusCode, 200);
-  t.match(page.body, new RegExp(`<input id="field-email" name="email" type="email"[^>]* value="${hint.replace(/\./g, '\\.')}"`));
-  const signUp = await follow((await authorize(request({ login_hint: hint, prompt: 'create' }))).headers.location as string);
+  t.match(
+    page.body,
+    new RegExp(`<input id="field-email" name="email" type="email"[^>]* value="${hint.replace(/\./g, '\\.')}"`),
+  );
+  const signUp = await follow(
+    (await authorize(request({ login_hint: hint, prompt: 'create' }))).headers.location as string,
+  );
   t.match(signUp.body, new RegExp(`name="email" type="email"[^>]* value="${hint.replace(/\./g, '\\.')}"`));
   // Escaped, never markup.
-  const evil = await follow((await authorize(request({ login_hint: '"><script>x</script>' }))).headers.location as string);
+  const evil = await follow(
+    (await authorize(request({ login_hint: '"><script>x</script>' }))).headers.location as string,
+  );
   t.notMatch(evil.body, /<script>x<\/script>/);
   const none = await follow((await authorize(request())).headers.location as string);
   t.notMatch(none.body, /name="email" type="email"[^>]* value=/, 'no value without a hint');
@@ -453,8 +599,17 @@ t.test('consent: asked once, remembered, asked again for new scopes and with pro
   t.equal(expectStep(t, res, 'consent'), requestId, 'a verified user without consent goes to consent, same request');
 
   // prompt=none with a session but no consent yet.
-  expectRedirectError(t, await authorize(request({ scope: 'openid profile', prompt: 'none' }), { jar }), 'consent_required');
-  expectRedirectError(t, await authorize(request({ scope: 'openid profile', prompt: 'none', state: undefined }), { jar }), 'consent_required', { state: null });
+  expectRedirectError(
+    t,
+    await authorize(request({ scope: 'openid profile', prompt: 'none' }), { jar }),
+    'consent_required',
+  );
+  expectRedirectError(
+    t,
+    await authorize(request({ scope: 'openid profile', prompt: 'none', state: undefined }), { jar }),
+    'consent_required',
+    { state: null },
+  );
 
   const { page, res: allowed } = await consent(requestId, jar, 'allow');
   t.match(page.body, 'Authorize RP wants to');
@@ -463,7 +618,12 @@ t.test('consent: asked once, remembered, asked again for new scopes and with pro
   expectCode(t, allowed);
 
   // The request is used up: continuing it again is a rendered error, not a second code.
-  expectRendered(t, await follow(`${ISSUER}/oauth2/authorize/continue?request=${requestId}`, jar), 'invalid_request', /expired or was already used/);
+  expectRendered(
+    t,
+    await follow(`${ISSUER}/oauth2/authorize/continue?request=${requestId}`, jar),
+    'invalid_request',
+    /expired or was already used/,
+  );
 
   t.test('remembered: the same or fewer scopes go straight to the client', async (t) => {
     expectCode(t, await authorize(request({ scope: 'openid profile' }), { jar }));
@@ -471,7 +631,9 @@ t.test('consent: asked once, remembered, asked again for new scopes and with pro
     expectCode(t, await authorize(request({ scope: 'openid profile', state: undefined }), { jar }), { state: null });
     expectCode(t, await authorize(request({ scope: 'openid profile', state: '' }), { jar }), { state: null });
     expectCode(t, await authorize(request({ scope: 'openid profile', prompt: 'none' }), { jar }), {});
-    expectCode(t, await authorize(request({ scope: 'openid', redirect_uri: REDIRECT_WITH_QUERY }), { jar }), { redirectUri: REDIRECT_WITH_QUERY });
+    expectCode(t, await authorize(request({ scope: 'openid', redirect_uri: REDIRECT_WITH_QUERY }), { jar }), {
+      redirectUri: REDIRECT_WITH_QUERY,
+    });
     expectCode(t, await authorize(request(), { jar, method: 'POST' }));
     const codes = new Set<string>();
     for (let i = 0; i < 3; i++) codes.add(expectCode(t, await authorize(request(), { jar })));
@@ -480,7 +642,11 @@ t.test('consent: asked once, remembered, asked again for new scopes and with pro
 
   t.test('a new scope asks again, for the union', async (t) => {
     const id = expectStep(t, await authorize(request({ scope: 'openid profile email' }), { jar }), 'consent');
-    expectRedirectError(t, await authorize(request({ scope: 'openid email', prompt: 'none' }), { jar }), 'consent_required');
+    expectRedirectError(
+      t,
+      await authorize(request({ scope: 'openid email', prompt: 'none' }), { jar }),
+      'consent_required',
+    );
     const { page, res } = await consent(id, jar, 'allow');
     t.match(page.body, 'E-mail address');
     expectCode(t, res);
@@ -538,7 +704,11 @@ t.test('a disabled user gets no code: the session ends and sign-in fails', async
     payload: new URLSearchParams({ ...fields, decision: 'allow' }).toString(),
   });
   t.equal(allowed.statusCode, 303);
-  t.equal(allowed.headers.location, `/login/sign-in?request=${pending}`, 'allowing a pending request asks to sign in: no code');
+  t.equal(
+    allowed.headers.location,
+    `/login/sign-in?request=${pending}`,
+    'allowing a pending request asks to sign in: no code',
+  );
   const continued = await follow(`${ISSUER}/oauth2/authorize/continue?request=${pending}`, jar);
   expectStep(t, continued, 'sign-in', 'continuing the pending request asks to sign in');
   const again = await signIn(user.email);
@@ -568,7 +738,12 @@ t.test('prompt=login with a valid session asks to sign in again, then continues'
   const res = await authorize(request({ prompt: 'login' }), { jar: first.jar });
   const id = expectStep(t, res, 'sign-in');
   // Continuing without signing in again keeps asking.
-  expectStep(t, await follow(`${ISSUER}/oauth2/authorize/continue?request=${id}`, first.jar), 'sign-in', 'continue without a new sign-in');
+  expectStep(
+    t,
+    await follow(`${ISSUER}/oauth2/authorize/continue?request=${id}`, first.jar),
+    'sign-in',
+    'continue without a new sign-in',
+  );
   const again = await signIn(user.email, { requestId: id, jar: first.jar });
   t.equal(again.res.statusCode, 303);
   expectCode(t, await follow(again.res.headers.location as string, again.jar));
@@ -588,7 +763,11 @@ t.test('max_age: an older sign-in asks to sign in again', async (t) => {
     .where('user_id', '=', user.id)
     .execute();
   expectStep(t, await authorize(request({ max_age: '300' }), { jar: first.jar }), 'sign-in', 'max_age=300');
-  expectRedirectError(t, await authorize(request({ max_age: '300', prompt: 'none' }), { jar: first.jar }), 'login_required');
+  expectRedirectError(
+    t,
+    await authorize(request({ max_age: '300', prompt: 'none' }), { jar: first.jar }),
+    'login_required',
+  );
   expectCode(t, await authorize(request({ max_age: '3600' }), { jar: first.jar }));
   expectCode(t, await authorize(request({ max_age: '3600', prompt: 'none' }), { jar: first.jar }));
 
@@ -615,12 +794,25 @@ t.test('a pending request that is unknown, expired or malformed is a rendered 40
   const continueUrl = (id: string) => `/api/auth/oauth2/authorize/continue?request=${encodeURIComponent(id)}`;
   const unknown = await inject({ method: 'GET', url: continueUrl(generateToken()) });
   expectRendered(t, unknown, 'invalid_request', /expired or was already used/);
-  expectRenderedJson(t, await inject({ method: 'GET', url: continueUrl(generateToken()), headers: { accept: 'application/json' } }), 'invalid_request');
-  expectRendered(t, await inject({ method: 'GET', url: '/api/auth/oauth2/authorize/continue' }), 'invalid_request', /malformed/);
+  expectRenderedJson(
+    t,
+    await inject({ method: 'GET', url: continueUrl(generateToken()), headers: { accept: 'application/json' } }),
+    'invalid_request',
+  );
+  expectRendered(
+    t,
+    await inject({ method: 'GET', url: '/api/auth/oauth2/authorize/continue' }),
+    'invalid_request',
+    /malformed/,
+  );
   expectRendered(t, await inject({ method: 'GET', url: continueUrl('x'.repeat(200)) }), 'invalid_request');
 
   const id = requestIdOf(await authorize(request()));
-  await database.db.updateTable('authorization_requests').set({ expires_at: sql`now() - interval '1 second'` }).where('id', '=', id).execute();
+  await database.db
+    .updateTable('authorization_requests')
+    .set({ expires_at: sql`now() - interval '1 second'` })
+    .where('id', '=', id)
+    .execute();
   expectRendered(t, await inject({ method: 'GET', url: continueUrl(id) }), 'invalid_request', /expired/);
   const signInPage = await inject({ method: 'GET', url: `/login/sign-in?request=${id}` });
   t.equal(signInPage.statusCode, 400, 'the sign-in page of an expired request is an error too');
@@ -651,20 +843,39 @@ t.test('someone else cannot finish a pending request: browser and user binding',
   const victim = await createUser('victim');
   const victimJar = (await signIn(victim.email, { jar: victimBrowser })).jar;
   const consentRows = (userId: string) =>
-    database.db.selectFrom('consents').select('scopes').where('user_id', '=', userId).where('client_id', '=', client.clientId).execute();
-  const codeRows = (userId: string) => database.db.selectFrom('authorization_codes').select('code_hash').where('user_id', '=', userId).execute();
+    database.db
+      .selectFrom('consents')
+      .select('scopes')
+      .where('user_id', '=', userId)
+      .where('client_id', '=', client.clientId)
+      .execute();
+  const codeRows = (userId: string) =>
+    database.db.selectFrom('authorization_codes').select('code_hash').where('user_id', '=', userId).execute();
 
   t.test('the reported attack: sign in on R, allow R, send a signed-in victim to continue R', async (t) => {
     const start = await authorize(request({ scope: 'openid offline_access' }), { jar: attackerBrowser });
     const r = expectStep(t, start, 'sign-in');
-    t.match(String(start.headers['set-cookie']), /idp\.authz=[A-Za-z0-9_-]{43}; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax/, 'authorize sets the binding cookie');
+    t.match(
+      String(start.headers['set-cookie']),
+      /idp\.authz=[A-Za-z0-9_-]{43}; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax/,
+      'authorize sets the binding cookie',
+    );
     const signed = await signIn(attacker.email, { requestId: r, jar: attackerBrowser });
-    expectStep(t, await follow(signed.res.headers.location as string, signed.jar), 'verify-email', 'the unverified attacker is asked to verify');
+    expectStep(
+      t,
+      await follow(signed.res.headers.location as string, signed.jar),
+      'verify-email',
+      'the unverified attacker is asked to verify',
+    );
 
     // Allow, although R is not at the consent step: nothing is recorded, the browser goes to the due step.
     const allowed = await consent(r, signed.jar, 'allow');
     t.equal(allowed.res.statusCode, 303);
-    t.equal(allowed.res.headers.location, `${LOGIN}/verify-email?request=${r}`, 'allow at the verify step only sends to that step');
+    t.equal(
+      allowed.res.headers.location,
+      `${LOGIN}/verify-email?request=${r}`,
+      'allow at the verify step only sends to that step',
+    );
     const json = await inject({
       method: 'POST',
       url: '/api/auth/consent',
@@ -675,7 +886,11 @@ t.test('someone else cannot finish a pending request: browser and user binding',
     t.equal(json.statusCode, 200);
     t.equal(json.json().redirectTo, `${LOGIN}/verify-email?request=${r}`);
     t.same(await consentRows(attacker.id), [], 'no consent remembered for the attacker');
-    const row = await database.db.selectFrom('authorization_requests').selectAll().where('id', '=', r).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('authorization_requests')
+      .selectAll()
+      .where('id', '=', r)
+      .executeTakeFirstOrThrow();
     t.equal(row.consent_given_at, null, 'no consent recorded on the request');
     t.equal(row.login_user_id, attacker.id, 'the request records who signed in');
 
@@ -712,24 +927,36 @@ t.test('someone else cannot finish a pending request: browser and user binding',
     });
     t.equal(json.statusCode, 404, 'the JSON API');
     t.equal(json.json().error, 'REQUEST_NOT_FOUND');
-    const row = await database.db.selectFrom('authorization_requests').select('login_completed_at').where('id', '=', r).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('authorization_requests')
+      .select('login_completed_at')
+      .where('id', '=', r)
+      .executeTakeFirstOrThrow();
     t.equal(row.login_completed_at, null);
   });
 
   // Even in one browser (a shared computer), each step counts only for the person who took it.
-  t.test("one person's sign-in on a request is not another's fresh authentication (prompt=login, max_age=0)", async (t) => {
-    const shared: Jar = { 'idp.authz': generateToken() };
-    const other = await createUser('other-person');
-    for (const extra of [{ prompt: 'login' }, { max_age: '0' }]) {
-      const r = requestIdOf(await authorize(request(extra), { jar: shared }));
-      const signed = await signIn(other.email, { requestId: r, jar: shared });
-      t.equal(signed.res.statusCode, 303);
-      // The victim's session presents the request in the same browser: it must sign in itself.
-      const victimHere = { ...shared, 'idp.session': victimJar['idp.session']! };
-      expectStep(t, await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimHere), 'sign-in', `${Object.keys(extra)[0]}: sign in again`);
-    }
-    t.same(await codeRows(victim.id), []);
-  });
+  t.test(
+    "one person's sign-in on a request is not another's fresh authentication (prompt=login, max_age=0)",
+    async (t) => {
+      const shared: Jar = { 'idp.authz': generateToken() };
+      const other = await createUser('other-person');
+      for (const extra of [{ prompt: 'login' }, { max_age: '0' }]) {
+        const r = requestIdOf(await authorize(request(extra), { jar: shared }));
+        const signed = await signIn(other.email, { requestId: r, jar: shared });
+        t.equal(signed.res.statusCode, 303);
+        // The victim's session presents the request in the same browser: it must sign in itself.
+        const victimHere = { ...shared, 'idp.session': victimJar['idp.session']! };
+        expectStep(
+          t,
+          await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimHere),
+          'sign-in',
+          `${Object.keys(extra)[0]}: sign in again`,
+        );
+      }
+      t.same(await codeRows(victim.id), []);
+    },
+  );
 
   t.test("one person's consent on a request is not another's", async (t) => {
     const shared: Jar = { 'idp.authz': generateToken() };
@@ -738,17 +965,33 @@ t.test('someone else cannot finish a pending request: browser and user binding',
     const other = await createUser('consenting-other');
     await database.db
       .updateTable('authorization_requests')
-      .set({ consent_given_at: sql`now()`, consent_user_id: other.id, consent_scopes: JSON.stringify(['openid', 'profile']) })
+      .set({
+        consent_given_at: sql`now()`,
+        consent_user_id: other.id,
+        consent_scopes: JSON.stringify(['openid', 'profile']),
+      })
       .where('id', '=', r)
       .execute();
     const victimHere = { ...shared, 'idp.session': victimJar['idp.session']! };
-    expectStep(t, await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimHere), 'consent', 'the victim is asked for their own consent');
+    expectStep(
+      t,
+      await follow(`${ISSUER}/oauth2/authorize/continue?request=${r}`, victimHere),
+      'consent',
+      'the victim is asked for their own consent',
+    );
     t.same(await codeRows(victim.id), []);
     // Their own consent then completes it, for them.
     const done = await consent(r, victimHere, 'allow');
     expectCode(t, done.res);
-    t.same((await consentRows(victim.id)).map((c) => c.scopes), [['openid', 'profile']]);
-    const row = await database.db.selectFrom('authorization_requests').selectAll().where('id', '=', r).executeTakeFirstOrThrow();
+    t.same(
+      (await consentRows(victim.id)).map((c) => c.scopes),
+      [['openid', 'profile']],
+    );
+    const row = await database.db
+      .selectFrom('authorization_requests')
+      .selectAll()
+      .where('id', '=', r)
+      .executeTakeFirstOrThrow();
     t.equal(row.consent_user_id, victim.id);
     t.not(row.completed_at, null);
   });

@@ -8,11 +8,24 @@ import { createCleanupJob } from '../../src/services/cleanup.js';
 const { app, database, config } = await buildTestApp(t, { env: { CLEANUP_INTERVAL: '0' } });
 const db = database.db;
 const redirectUri = 'https://rp.example.com/cb';
-const client = await app.services.applications.create({ clientName: 'Cleanup RP', redirectUris: [redirectUri] }, { actor: 'test' });
-await app.services.users.create({ email: 'cleo@example.com', password: 'cleo-password-1', emailVerified: true }, { actor: 'test' });
-const flow = { clientId: client.clientId, redirectUri, email: 'cleo@example.com', password: 'cleo-password-1', scope: 'openid offline_access' };
+const client = await app.services.applications.create(
+  { clientName: 'Cleanup RP', redirectUris: [redirectUri] },
+  { actor: 'test' },
+);
+await app.services.users.create(
+  { email: 'cleo@example.com', password: 'cleo-password-1', emailVerified: true },
+  { actor: 'test' },
+);
+const flow = {
+  clientId: client.clientId,
+  redirectUri,
+  email: 'cleo@example.com',
+  password: 'cleo-password-1',
+  scope: 'openid offline_access',
+};
 
-const count = async (table: string) => Number((await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(db)).rows[0]!.n);
+const count = async (table: string) =>
+  Number((await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(db)).rows[0]!.n);
 const past = new Date(Date.now() - 60_000);
 
 t.test('expired rows of every kind go, live ones stay', async (t) => {
@@ -20,36 +33,58 @@ t.test('expired rows of every kind go, live ones stay', async (t) => {
   const live = await obtainTokens(app, flow);
   await obtainTokens(app, flow); // the second flow, whose rows are expired below
   const before: Record<string, number> = {};
-  for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens', 'sessions']) before[table] = await count(table);
+  for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens', 'sessions'])
+    before[table] = await count(table);
   t.ok(before.access_tokens! >= 2);
 
   // Expire one row of each table (the newest, which belongs to the second flow).
   for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens']) {
-    await sql`update ${sql.table(table)} set expires_at = ${past} where ctid = (select ctid from ${sql.table(table)} order by created_at desc limit 1)`.execute(db);
+    await sql`update ${sql.table(table)} set expires_at = ${past} where ctid = (select ctid from ${sql.table(table)} order by created_at desc limit 1)`.execute(
+      db,
+    );
   }
-  await sql`update sessions set expires_at = ${past} where ctid = (select ctid from sessions order by created_at desc limit 1)`.execute(db);
+  await sql`update sessions set expires_at = ${past} where ctid = (select ctid from sessions order by created_at desc limit 1)`.execute(
+    db,
+  );
 
   const deleted = await app.services.cleanup.runOnce();
-  for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens', 'sessions']) {
+  for (const table of [
+    'authorization_codes',
+    'authorization_requests',
+    'access_tokens',
+    'refresh_tokens',
+    'sessions',
+  ]) {
     t.equal(deleted[table], 1, `${table}: one expired row deleted`);
     t.equal(await count(table), before[table]! - 1, `${table}: the others stay`);
   }
-  const info = await app.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', headers: { authorization: `Bearer ${live.tokens.access_token}` } });
+  const info = await app.inject({
+    method: 'GET',
+    url: '/api/auth/oauth2/userinfo',
+    headers: { authorization: `Bearer ${live.tokens.access_token}` },
+  });
   t.equal(info.statusCode, 200, 'the live flow still works');
   t.same(await app.services.cleanup.runOnce().then((d) => d.access_tokens), 0, 'a second run finds nothing');
 });
 
 t.test('idle sessions go; retired keys go once no ID token they signed can be checked', async (t) => {
   await obtainTokens(app, flow);
-  await sql`update sessions set last_seen_at = ${new Date(Date.now() - (config.ttl.sessionIdle + 60) * 1000)}`.execute(db);
+  await sql`update sessions set last_seen_at = ${new Date(Date.now() - (config.ttl.sessionIdle + 60) * 1000)}`.execute(
+    db,
+  );
   const sessions = await count('sessions');
   t.ok(sessions > 0);
   await app.services.signingKeys.rotate({ actor: 'test' }, { force: true });
-  await sql`update signing_keys set retired_at = ${new Date(Date.now() - (config.ttl.idToken + 301) * 1000)} where state = 'retired'`.execute(db);
+  await sql`update signing_keys set retired_at = ${new Date(Date.now() - (config.ttl.idToken + 301) * 1000)} where state = 'retired'`.execute(
+    db,
+  );
   const deleted = await app.services.cleanup.runOnce();
   t.equal(deleted.sessions, sessions);
   t.equal(deleted.signing_keys, 1);
-  t.same((await app.services.signingKeys.list()).map((k) => k.state), ['current', 'next']);
+  t.same(
+    (await app.services.signingKeys.list()).map((k) => k.state),
+    ['current', 'next'],
+  );
 });
 
 t.test('many expired rows are removed in several small batches', async (t) => {
@@ -58,7 +93,9 @@ t.test('many expired rows are removed in several small batches', async (t) => {
   const job = createCleanupJob({ db, config, log: app.log, batchSize: 100, jwksMaxAgeSeconds: 300 });
   const deleted = await job.runOnce();
   t.equal(deleted.authorization_requests, 1234);
-  const left = await sql<{ n: number }>`select count(*)::int as n from authorization_requests where id like 'bulk-%'`.execute(db);
+  const left = await sql<{
+    n: number;
+  }>`select count(*)::int as n from authorization_requests where id like 'bulk-%'`.execute(db);
   t.equal(left.rows[0]!.n, 0);
   t.ok((await count('authorization_requests')) > 0, 'live requests of earlier flows stay');
 });
@@ -66,8 +103,12 @@ t.test('many expired rows are removed in several small batches', async (t) => {
 t.test('the job runs on its interval and stops with the app', async (t) => {
   const timed = await buildTestApp(t, { env: { CLEANUP_INTERVAL: '1' }, database });
   await timed.app.ready();
-  await sql`insert into authorization_requests (id, client_id, params, expires_at) values ('timed', ${client.clientId}, '{}'::jsonb, ${past})`.execute(db);
+  await sql`insert into authorization_requests (id, client_id, params, expires_at) values ('timed', ${client.clientId}, '{}'::jsonb, ${past})`.execute(
+    db,
+  );
   await new Promise((r) => setTimeout(r, 2500));
-  const left = await sql<{ n: number }>`select count(*)::int as n from authorization_requests where id = 'timed'`.execute(db);
+  const left = await sql<{
+    n: number;
+  }>`select count(*)::int as n from authorization_requests where id = 'timed'`.execute(db);
   t.equal(left.rows[0]!.n, 0);
 });

@@ -6,7 +6,14 @@ import { obtainTokens } from '../helpers/flow.js';
 import { staticApplicationsFrom, parseStaticApplications } from '../../src/static-applications.js';
 
 const statics = parseStaticApplications(
-  [{ clientId: 'static-spa', clientName: 'Static SPA', redirectUris: ['https://static.example.com/cb'], allowedWebOrigins: ['https://static.example.com'] }],
+  [
+    {
+      clientId: 'static-spa',
+      clientName: 'Static SPA',
+      redirectUris: ['https://static.example.com/cb'],
+      allowedWebOrigins: ['https://static.example.com'],
+    },
+  ],
   'static.json',
 );
 const { app, database } = await buildTestApp(t, { staticApplications: staticApplicationsFrom(statics, 'static.json') });
@@ -24,14 +31,32 @@ const spa = await app.services.applications.create(
   },
   actor,
 );
-const other = await app.services.applications.create({ clientName: 'Other', redirectUris: ['https://other.example.com/cb'], allowedWebOrigins: ['https://other.example.com'] }, actor);
+const other = await app.services.applications.create(
+  {
+    clientName: 'Other',
+    redirectUris: ['https://other.example.com/cb'],
+    allowedWebOrigins: ['https://other.example.com'],
+  },
+  actor,
+);
 await app.services.users.create(
-  { email: 'ext@example.com', password: 'ext-password-1', emailVerified: true, name: 'Ex Ternal', givenName: 'Ex', permissions: ['read', 'write'] },
+  {
+    email: 'ext@example.com',
+    password: 'ext-password-1',
+    emailVerified: true,
+    name: 'Ex Ternal',
+    givenName: 'Ex',
+    permissions: ['read', 'write'],
+  },
   actor,
 );
 const flow = { clientId: spa.clientId, redirectUri, email: 'ext@example.com', password: 'ext-password-1' };
 const me = (authorization?: string, headers: Record<string, string> = {}) =>
-  app.inject({ method: 'GET', url: '/api/external/me', headers: { ...(authorization !== undefined && { authorization }), ...headers } });
+  app.inject({
+    method: 'GET',
+    url: '/api/external/me',
+    headers: { ...(authorization !== undefined && { authorization }), ...headers },
+  });
 
 t.test('GET /api/external/me returns the claims of the granted scopes, and no others', async (t) => {
   const cases: Array<[string, string[]]> = [
@@ -50,7 +75,18 @@ t.test('GET /api/external/me returns the claims of the granted scopes, and no ot
   }
   const { tokens } = await obtainTokens(app, { ...flow, scope: 'openid profile email permissions' });
   const body = (await me(`bearer ${tokens.access_token}`)).json();
-  t.same(body, { sub: body.sub, name: 'Ex Ternal', given_name: 'Ex', email: 'ext@example.com', email_verified: true, permissions: ['read', 'write'] }, 'absent values (family_name, picture) are omitted; the scheme is case-insensitive');
+  t.same(
+    body,
+    {
+      sub: body.sub,
+      name: 'Ex Ternal',
+      given_name: 'Ex',
+      email: 'ext@example.com',
+      email_verified: true,
+      permissions: ['read', 'write'],
+    },
+    'absent values (family_name, picture) are omitted; the scheme is case-insensitive',
+  );
 });
 
 t.test('every bearer failure is 401 UNAUTHORIZED with WWW-Authenticate', async (t) => {
@@ -62,7 +98,11 @@ t.test('every bearer failure is 401 UNAUTHORIZED with WWW-Authenticate', async (
   const basic = await me(`Basic ${Buffer.from('a:b').toString('base64')}`);
   t.equal(basic.statusCode, 401);
   t.same(basic.json(), { error: 'UNAUTHORIZED' });
-  t.equal(basic.headers['www-authenticate'], 'Bearer', 'another scheme gets a challenge without an error code (RFC 6750 §3.1)');
+  t.equal(
+    basic.headers['www-authenticate'],
+    'Bearer',
+    'another scheme gets a challenge without an error code (RFC 6750 §3.1)',
+  );
   for (const [name, header] of <Array<[string, string]>>[
     ['empty token', 'Bearer '],
     ['unknown token', 'Bearer 0123456789abcdefghijklmnopqrstuvwxyzABCDEFG'],
@@ -84,15 +124,29 @@ t.test('every bearer failure is 401 UNAUTHORIZED with WWW-Authenticate', async (
 
 t.test('expired, revoked, disabled-user, deleted-user and disabled-application tokens are 401', async (t) => {
   const expired = (await obtainTokens(app, { ...flow, scope: 'openid' })).tokens;
-  await database.db.updateTable('access_tokens').set({ expires_at: new Date(Date.now() - 1000) }).where('token_hash', '=', (await import('../../src/oauth/tokens.js')).hashToken(expired.access_token)).execute();
+  await database.db
+    .updateTable('access_tokens')
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where('token_hash', '=', (await import('../../src/oauth/tokens.js')).hashToken(expired.access_token))
+    .execute();
   t.equal((await me(`Bearer ${expired.access_token}`)).statusCode, 401, 'expired');
 
   const revoked = (await obtainTokens(app, { ...flow, scope: 'openid' })).tokens;
-  await app.inject({ method: 'POST', url: '/api/auth/oauth2/revoke', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `client_id=${spa.clientId}&token=${revoked.access_token}` });
+  await app.inject({
+    method: 'POST',
+    url: '/api/auth/oauth2/revoke',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: `client_id=${spa.clientId}&token=${revoked.access_token}`,
+  });
   t.equal((await me(`Bearer ${revoked.access_token}`)).statusCode, 401, 'revoked');
 
-  await app.services.users.create({ email: 'gone@example.com', password: 'gone-password-1', emailVerified: true }, actor);
-  const gone = (await obtainTokens(app, { ...flow, email: 'gone@example.com', password: 'gone-password-1', scope: 'openid' })).tokens;
+  await app.services.users.create(
+    { email: 'gone@example.com', password: 'gone-password-1', emailVerified: true },
+    actor,
+  );
+  const gone = (
+    await obtainTokens(app, { ...flow, email: 'gone@example.com', password: 'gone-password-1', scope: 'openid' })
+  ).tokens;
   await app.services.users.setDisabled('gone@example.com', true, actor);
   t.equal((await me(`Bearer ${gone.access_token}`)).statusCode, 401, 'disabled user');
   await app.services.users.remove('gone@example.com', actor);
@@ -106,8 +160,16 @@ t.test('expired, revoked, disabled-user, deleted-user and disabled-application t
 });
 
 t.test('a token whose user row vanished under it is 404 USER_NOT_FOUND', async (t) => {
-  await app.services.users.create({ email: 'vanish@example.com', password: 'vanish-password-1', emailVerified: true }, actor);
-  const { tokens } = await obtainTokens(app, { ...flow, email: 'vanish@example.com', password: 'vanish-password-1', scope: 'openid' });
+  await app.services.users.create(
+    { email: 'vanish@example.com', password: 'vanish-password-1', emailVerified: true },
+    actor,
+  );
+  const { tokens } = await obtainTokens(app, {
+    ...flow,
+    email: 'vanish@example.com',
+    password: 'vanish-password-1',
+    scope: 'openid',
+  });
   // Delete the user without the cascades (as a concurrent deletion would be seen mid-request).
   await database.db.transaction().execute(async (trx) => {
     await sql`set local session_replication_role = replica`.execute(trx);
@@ -124,7 +186,12 @@ t.test('a valid token without openid is 403 FORBIDDEN listing the missing scopes
     method: 'POST',
     url: '/api/auth/oauth2/token',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: spa.clientId, scope: 'email' }).toString(),
+    payload: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token!,
+      client_id: spa.clientId,
+      scope: 'email',
+    }).toString(),
   });
   const res = await me(`Bearer ${narrowed.json().access_token}`);
   t.equal(res.statusCode, 403);
@@ -135,15 +202,27 @@ t.test('a valid token without openid is 403 FORBIDDEN listing the missing scopes
 t.test('GET /api/public/oidc/scopes lists the scope table', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/api/public/oidc/scopes' });
   t.equal(res.statusCode, 200);
-  const items = res.json().items as Array<{ name: string; claims: string[]; label: string; consentDescription: string; developerDescription: string }>;
-  t.same(items.map((i) => i.name), ['openid', 'profile', 'email', 'offline_access', 'permissions']);
+  const items = res.json().items as Array<{
+    name: string;
+    claims: string[];
+    label: string;
+    consentDescription: string;
+    developerDescription: string;
+  }>;
+  t.same(
+    items.map((i) => i.name),
+    ['openid', 'profile', 'email', 'offline_access', 'permissions'],
+  );
   t.same(items[0]!.claims, ['sub']);
   for (const i of items) t.ok(i.label && i.consentDescription && i.developerDescription, i.name);
   t.match(res.headers['cache-control'], /public/);
 });
 
 t.test('GET /api/public/applications/{clientId}: fields, omissions, redirect_uri, errors', async (t) => {
-  const full = await app.inject({ method: 'GET', url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent('http://localhost:5173/cb')}` });
+  const full = await app.inject({
+    method: 'GET',
+    url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent('http://localhost:5173/cb')}`,
+  });
   t.equal(full.statusCode, 200);
   t.same(full.json(), {
     clientId: spa.clientId,
@@ -156,7 +235,10 @@ t.test('GET /api/public/applications/{clientId}: fields, omissions, redirect_uri
   t.match(full.headers['cache-control'], /public, max-age=60/);
   const noRedirect = await app.inject({ method: 'GET', url: `/api/public/applications/${spa.clientId}` });
   t.notOk('postVerificationRedirectUri' in noRedirect.json());
-  const unregistered = await app.inject({ method: 'GET', url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent('https://evil.example/cb')}` });
+  const unregistered = await app.inject({
+    method: 'GET',
+    url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent('https://evil.example/cb')}`,
+  });
   t.notOk('postVerificationRedirectUri' in unregistered.json(), 'only for a registered redirect_uri');
   const minimal = await app.inject({ method: 'GET', url: `/api/public/applications/${other.clientId}` });
   t.same(minimal.json(), { clientId: other.clientId, clientName: 'Other' }, 'unset fields are omitted');
@@ -171,7 +253,10 @@ t.test('GET /api/public/applications/{clientId}: fields, omissions, redirect_uri
   const missing = await app.inject({ method: 'GET', url: '/api/public/applications/does-not-exist' });
   t.equal(missing.statusCode, 404);
   t.same(missing.json(), { error: 'NOT_FOUND' });
-  const temp = await app.services.applications.create({ clientName: 'Disabled', redirectUris: [redirectUri], enabled: false }, actor);
+  const temp = await app.services.applications.create(
+    { clientName: 'Disabled', redirectUris: [redirectUri], enabled: false },
+    actor,
+  );
   const disabled = await app.inject({ method: 'GET', url: `/api/public/applications/${temp.clientId}` });
   t.equal(disabled.statusCode, 404);
   t.same(disabled.json(), { error: 'NOT_FOUND' });
@@ -183,7 +268,11 @@ t.test('public metadata answers 500 INTERNAL_ERROR when the lookup fails', async
   const res = await broken.app.inject({ method: 'GET', url: '/api/public/applications/anything' });
   t.equal(res.statusCode, 500);
   t.same(res.json(), { error: 'INTERNAL_ERROR' });
-  const ext = await broken.app.inject({ method: 'GET', url: '/api/external/me', headers: { authorization: 'Bearer abcdefghijklmnop' } });
+  const ext = await broken.app.inject({
+    method: 'GET',
+    url: '/api/external/me',
+    headers: { authorization: 'Bearer abcdefghijklmnop' },
+  });
   t.equal(ext.statusCode, 500);
   t.same(ext.json(), { error: 'INTERNAL_ERROR' });
   t.notMatch(ext.body, /closed|PGlite|pool|stack/i, 'nothing internal leaks');
@@ -191,7 +280,15 @@ t.test('public metadata answers 500 INTERNAL_ERROR when the lookup fails', async
 
 t.test('CORS preflight: 204 with the spec headers for a registered origin; none for others', async (t) => {
   for (const url of ['/api/auth/oauth2/token', '/api/auth/oauth2/revoke', '/api/external/me']) {
-    const ok = await app.inject({ method: 'OPTIONS', url, headers: { origin: 'https://spa.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } });
+    const ok = await app.inject({
+      method: 'OPTIONS',
+      url,
+      headers: {
+        origin: 'https://spa.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    });
     t.equal(ok.statusCode, 204, url);
     t.equal(ok.headers['access-control-allow-origin'], 'https://spa.example.com', url);
     t.equal(ok.headers['access-control-allow-methods'], 'GET, POST, OPTIONS');
@@ -199,20 +296,44 @@ t.test('CORS preflight: 204 with the spec headers for a registered origin; none 
     t.equal(ok.headers['access-control-max-age'], '600');
     t.notOk(ok.headers['access-control-allow-credentials'], 'credentials are never allowed');
     t.match(ok.headers.vary, /Origin/);
-    const staticOrigin = await app.inject({ method: 'OPTIONS', url, headers: { origin: 'https://static.example.com', 'access-control-request-method': 'POST' } });
-    t.equal(staticOrigin.headers['access-control-allow-origin'], 'https://static.example.com', 'static applications count');
+    const staticOrigin = await app.inject({
+      method: 'OPTIONS',
+      url,
+      headers: { origin: 'https://static.example.com', 'access-control-request-method': 'POST' },
+    });
+    t.equal(
+      staticOrigin.headers['access-control-allow-origin'],
+      'https://static.example.com',
+      'static applications count',
+    );
     for (const origin of ['https://evil.example', undefined]) {
-      const denied = await app.inject({ method: 'OPTIONS', url, headers: { ...(origin && { origin }), 'access-control-request-method': 'POST' } });
+      const denied = await app.inject({
+        method: 'OPTIONS',
+        url,
+        headers: { ...(origin && { origin }), 'access-control-request-method': 'POST' },
+      });
       t.equal(denied.statusCode, 204);
       t.notOk(denied.headers['access-control-allow-origin'], `${url} from ${origin ?? 'no origin'}`);
       t.notOk(denied.headers['access-control-allow-methods']);
     }
   }
-  const authorize = await app.inject({ method: 'OPTIONS', url: '/api/auth/oauth2/authorize', headers: { origin: 'https://spa.example.com', 'access-control-request-method': 'GET' } });
+  const authorize = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/auth/oauth2/authorize',
+    headers: { origin: 'https://spa.example.com', 'access-control-request-method': 'GET' },
+  });
   t.notOk(authorize.headers['access-control-allow-origin'], 'authorize has no CORS');
-  const discovery = await app.inject({ method: 'GET', url: '/api/auth/.well-known/openid-configuration', headers: { origin: 'https://anyone.example' } });
+  const discovery = await app.inject({
+    method: 'GET',
+    url: '/api/auth/.well-known/openid-configuration',
+    headers: { origin: 'https://anyone.example' },
+  });
   t.equal(discovery.headers['access-control-allow-origin'], '*');
-  const jwks = await app.inject({ method: 'GET', url: '/api/auth/jwks', headers: { origin: 'https://anyone.example' } });
+  const jwks = await app.inject({
+    method: 'GET',
+    url: '/api/auth/jwks',
+    headers: { origin: 'https://anyone.example' },
+  });
   t.equal(jwks.headers['access-control-allow-origin'], '*');
 });
 
@@ -228,58 +349,118 @@ t.test('CORS actual requests: only the origins of the client the request speaks 
   t.notOk(unregistered.headers['access-control-allow-origin']);
 
   const token = (origin: string, clientId: string) =>
-    app.inject({ method: 'POST', url: '/api/auth/oauth2/token', headers: { origin, 'content-type': 'application/x-www-form-urlencoded' }, payload: `grant_type=authorization_code&client_id=${clientId}&code=x&code_verifier=${'v'.repeat(43)}&redirect_uri=${encodeURIComponent(redirectUri)}` });
-  t.equal((await token('https://spa.example.com', spa.clientId)).headers['access-control-allow-origin'], 'https://spa.example.com', 'even the error is readable by the client');
+    app.inject({
+      method: 'POST',
+      url: '/api/auth/oauth2/token',
+      headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `grant_type=authorization_code&client_id=${clientId}&code=x&code_verifier=${'v'.repeat(43)}&redirect_uri=${encodeURIComponent(redirectUri)}`,
+    });
+  t.equal(
+    (await token('https://spa.example.com', spa.clientId)).headers['access-control-allow-origin'],
+    'https://spa.example.com',
+    'even the error is readable by the client',
+  );
   t.notOk((await token('https://other.example.com', spa.clientId)).headers['access-control-allow-origin']);
   const unauthenticated = await me('Bearer unknown-token-value', { origin: 'https://spa.example.com' });
   t.equal(unauthenticated.statusCode, 401);
-  t.equal(unauthenticated.headers['access-control-allow-origin'], 'https://spa.example.com', 'a registered origin may read a 401 that speaks for no client');
+  t.equal(
+    unauthenticated.headers['access-control-allow-origin'],
+    'https://spa.example.com',
+    'a registered origin may read a 401 that speaks for no client',
+  );
 });
 
 t.test('the origin list is cached 60 s and dropped at once when an application changes', async (t) => {
-  const probe = (origin: string) => app.inject({ method: 'OPTIONS', url: '/api/external/me', headers: { origin, 'access-control-request-method': 'GET' } });
+  const probe = (origin: string) =>
+    app.inject({
+      method: 'OPTIONS',
+      url: '/api/external/me',
+      headers: { origin, 'access-control-request-method': 'GET' },
+    });
   t.notOk((await probe('https://new.example.com')).headers['access-control-allow-origin']);
   // A change through the service: visible at once.
-  await app.services.applications.update(other.clientId, { allowedWebOrigins: ['https://other.example.com', 'https://new.example.com'] }, actor);
+  await app.services.applications.update(
+    other.clientId,
+    { allowedWebOrigins: ['https://other.example.com', 'https://new.example.com'] },
+    actor,
+  );
   t.equal((await probe('https://new.example.com')).headers['access-control-allow-origin'], 'https://new.example.com');
 });
 
 t.test('the cached origin list expires after CORS_CACHE_TTL', async (t) => {
   const short = await buildTestApp(t, { database, env: { CORS_CACHE_TTL: '1' } });
-  const probe = (origin: string) => short.app.inject({ method: 'OPTIONS', url: '/api/external/me', headers: { origin, 'access-control-request-method': 'GET' } });
+  const probe = (origin: string) =>
+    short.app.inject({
+      method: 'OPTIONS',
+      url: '/api/external/me',
+      headers: { origin, 'access-control-request-method': 'GET' },
+    });
   t.notOk((await probe('https://late.example.com')).headers['access-control-allow-origin']);
   // A change behind the services' back (a manual SQL edit): the cached list holds until it expires.
-  await database.db.updateTable('applications').set({ allowed_web_origins: JSON.stringify(['https://late.example.com']) }).where('client_id', '=', other.clientId).execute();
+  await database.db
+    .updateTable('applications')
+    .set({ allowed_web_origins: JSON.stringify(['https://late.example.com']) })
+    .where('client_id', '=', other.clientId)
+    .execute();
   t.notOk((await probe('https://late.example.com')).headers['access-control-allow-origin'], 'cached');
   await new Promise((r) => setTimeout(r, 1100));
-  t.equal((await probe('https://late.example.com')).headers['access-control-allow-origin'], 'https://late.example.com', 'expired and re-read');
+  t.equal(
+    (await probe('https://late.example.com')).headers['access-control-allow-origin'],
+    'https://late.example.com',
+    'expired and re-read',
+  );
 });
 
-t.test('another instance on the same PostgreSQL database drops its cache at once (LISTEN/NOTIFY)', { skip: database.engine === 'pglite' ? 'PGlite is one process: no other instance can share it' : false }, async (t) => {
-  const second = await buildTestApp(t, { database });
-  await second.app.ready();
-  await new Promise((r) => setTimeout(r, 300)); // its listener connects
-  const probe = (origin: string) => second.app.inject({ method: 'OPTIONS', url: '/api/external/me', headers: { origin, 'access-control-request-method': 'GET' } });
-  t.notOk((await probe('https://notified.example.com')).headers['access-control-allow-origin']);
-  // The change goes through the first instance; the second one only hears the NOTIFY.
-  await app.services.applications.update(other.clientId, { allowedWebOrigins: ['https://notified.example.com'] }, actor);
-  let seen: string | undefined;
-  for (let i = 0; i < 20 && !seen; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    seen = (await probe('https://notified.example.com')).headers['access-control-allow-origin'] as string | undefined;
-  }
-  t.equal(seen, 'https://notified.example.com', 'well before the 60 s expiry');
-});
-
+t.test(
+  'another instance on the same PostgreSQL database drops its cache at once (LISTEN/NOTIFY)',
+  { skip: database.engine === 'pglite' ? 'PGlite is one process: no other instance can share it' : false },
+  async (t) => {
+    const second = await buildTestApp(t, { database });
+    await second.app.ready();
+    await new Promise((r) => setTimeout(r, 300)); // its listener connects
+    const probe = (origin: string) =>
+      second.app.inject({
+        method: 'OPTIONS',
+        url: '/api/external/me',
+        headers: { origin, 'access-control-request-method': 'GET' },
+      });
+    t.notOk((await probe('https://notified.example.com')).headers['access-control-allow-origin']);
+    // The change goes through the first instance; the second one only hears the NOTIFY.
+    await app.services.applications.update(
+      other.clientId,
+      { allowedWebOrigins: ['https://notified.example.com'] },
+      actor,
+    );
+    let seen: string | undefined;
+    for (let i = 0; i < 20 && !seen; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      seen = (await probe('https://notified.example.com')).headers['access-control-allow-origin'] as string | undefined;
+    }
+    t.equal(seen, 'https://notified.example.com', 'well before the 60 s expiry');
+  },
+);
 
 t.test('a token sent two ways (header and query) is 401 UNAUTHORIZED without a lookup (RFC 6750 §2)', async (t) => {
   const { tokens } = await obtainTokens(app, { ...flow, scope: 'openid' });
   const header = `Bearer ${tokens.access_token}`;
   t.equal((await me(header)).statusCode, 200, 'the header alone works');
   const cases: Array<[string, { method: 'GET'; url: string; headers: Record<string, string> }]> = [
-    ['header and query', { method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}`, headers: { authorization: header } }],
-    ['header and an empty query parameter', { method: 'GET', url: '/api/external/me?access_token=', headers: { authorization: header } }],
-    ['header and another token in the query', { method: 'GET', url: '/api/external/me?access_token=other', headers: { authorization: header } }],
+    [
+      'header and query',
+      {
+        method: 'GET',
+        url: `/api/external/me?access_token=${tokens.access_token}`,
+        headers: { authorization: header },
+      },
+    ],
+    [
+      'header and an empty query parameter',
+      { method: 'GET', url: '/api/external/me?access_token=', headers: { authorization: header } },
+    ],
+    [
+      'header and another token in the query',
+      { method: 'GET', url: '/api/external/me?access_token=other', headers: { authorization: header } },
+    ],
     // (A form body is never read on GET; a POST route here would be covered by the same hook, which
     // runs at preValidation and so sees the body: UserInfo's POST proves that path.)
   ];
@@ -287,13 +468,21 @@ t.test('a token sent two ways (header and query) is 401 UNAUTHORIZED without a l
     const res = await app.inject(request);
     t.equal(res.statusCode, 401, label);
     t.same(res.json(), { error: 'UNAUTHORIZED' }, label);
-    t.match(res.headers['www-authenticate'], /^Bearer error="invalid_request"/, `${label}: a Bearer challenge naming invalid_request`);
+    t.match(
+      res.headers['www-authenticate'],
+      /^Bearer error="invalid_request"/,
+      `${label}: a Bearer challenge naming invalid_request`,
+    );
     t.equal(res.headers['cache-control'], 'no-store', label);
   }
   // Refused before the token is looked up: an app whose database is gone answers 401, not 500.
   const broken = await buildTestApp(t);
   await broken.database.close();
-  const unlooked = await broken.app.inject({ method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}`, headers: { authorization: header } });
+  const unlooked = await broken.app.inject({
+    method: 'GET',
+    url: `/api/external/me?access_token=${tokens.access_token}`,
+    headers: { authorization: header },
+  });
   t.equal(unlooked.statusCode, 401, 'no lookup: the closed database is never reached');
   t.same(unlooked.json(), { error: 'UNAUTHORIZED' });
   const query = await app.inject({ method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}` });
@@ -301,19 +490,25 @@ t.test('a token sent two ways (header and query) is 401 UNAUTHORIZED without a l
   t.equal(query.headers['www-authenticate'], 'Bearer');
 });
 
-t.test('GET /api/public/applications/{clientId}: a long or badly escaped id is 400 INVALID_CLIENT_ID, never a router error (414/400)', async (t) => {
-  for (const [what, id] of [
-    ['129 characters', 'a'.repeat(129)],
-    ['600 characters', 'a'.repeat(600)],
-    ['5,000 characters', 'a'.repeat(5000)],
-    ['a malformed escape', '%ZZ'],
-    ['a truncated UTF-8 escape', '%E0%A4%A'],
-  ] as const) {
-    const res = await app.inject({ method: 'GET', url: `/api/public/applications/${id}` });
-    t.equal(res.statusCode, 400, what);
-    t.same(res.json(), { error: 'INVALID_CLIENT_ID' }, what);
-  }
-  const longRedirect = await app.inject({ method: 'GET', url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent(`${redirectUri}?${'a'.repeat(3000)}`)}` });
-  t.equal(longRedirect.statusCode, 200, 'a long redirect_uri simply matches no registered URI');
-  t.notOk(longRedirect.json().postVerificationRedirectUri);
-});
+t.test(
+  'GET /api/public/applications/{clientId}: a long or badly escaped id is 400 INVALID_CLIENT_ID, never a router error (414/400)',
+  async (t) => {
+    for (const [what, id] of [
+      ['129 characters', 'a'.repeat(129)],
+      ['600 characters', 'a'.repeat(600)],
+      ['5,000 characters', 'a'.repeat(5000)],
+      ['a malformed escape', '%ZZ'],
+      ['a truncated UTF-8 escape', '%E0%A4%A'],
+    ] as const) {
+      const res = await app.inject({ method: 'GET', url: `/api/public/applications/${id}` });
+      t.equal(res.statusCode, 400, what);
+      t.same(res.json(), { error: 'INVALID_CLIENT_ID' }, what);
+    }
+    const longRedirect = await app.inject({
+      method: 'GET',
+      url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent(`${redirectUri}?${'a'.repeat(3000)}`)}`,
+    });
+    t.equal(longRedirect.statusCode, 200, 'a long redirect_uri simply matches no registered URI');
+    t.notOk(longRedirect.json().postVerificationRedirectUri);
+  },
+);

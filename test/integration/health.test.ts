@@ -23,7 +23,11 @@ t.test('readyz is 200 while the database answers and 503 once it is gone', async
   await database.close();
   const gone = await app.inject({ method: 'GET', url: '/readyz' });
   t.equal(gone.statusCode, 503);
-  t.same(gone.json(), { status: 'unavailable', error: 'DATABASE_UNAVAILABLE', message: 'The database does not answer' });
+  t.same(gone.json(), {
+    status: 'unavailable',
+    error: 'DATABASE_UNAVAILABLE',
+    message: 'The database does not answer',
+  });
   t.equal(gone.headers['cache-control'], 'no-store');
 });
 
@@ -49,7 +53,11 @@ t.test('unknown admin paths ask for the admin token before saying 404', async (t
   const anonymous = await app.inject({ method: 'GET', url: '/api/admin/secret-route' });
   t.equal(anonymous.statusCode, 401);
   t.equal(anonymous.json().error, 'UNAUTHORIZED');
-  const admin = await app.inject({ method: 'GET', url: '/api/admin/secret-route', headers: { authorization: 'Bearer test-admin-token-0123456789abcdefghijklmnop' } });
+  const admin = await app.inject({
+    method: 'GET',
+    url: '/api/admin/secret-route',
+    headers: { authorization: 'Bearer test-admin-token-0123456789abcdefghijklmnop' },
+  });
   t.equal(admin.statusCode, 404);
   t.same(admin.json(), { error: 'NOT_FOUND', message: 'No route GET /api/admin/secret-route' });
 });

@@ -7,7 +7,8 @@ import { adminHeaders, buildTestApp } from '../helpers/app.js';
 import { startTestServer } from '../helpers/server.js';
 
 const { app } = await buildTestApp(t);
-const FASTIFY_SHAPE = /"statusCode"|"code":"FST_|FST_ERR|"error":"(Bad Request|Not Found|Payload Too Large|Unsupported Media Type|Service Unavailable|Request Header Fields Too Large|URI Too Long|Internal Server Error)"/;
+const FASTIFY_SHAPE =
+  /"statusCode"|"code":"FST_|FST_ERR|"error":"(Bad Request|Not Found|Payload Too Large|Unsupported Media Type|Service Unavailable|Request Header Fields Too Large|URI Too Long|Internal Server Error)"/;
 
 /** The raw HTTP answer to `request` written as is on a new connection. */
 function raw(port: number, request: string): Promise<string> {
@@ -15,7 +16,9 @@ function raw(port: number, request: string): Promise<string> {
     const socket = connect(port, '127.0.0.1');
     let answer = '';
     socket.on('data', (chunk) => (answer += chunk.toString('latin1')));
-    socket.on('error', (error) => ((error as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve(answer) : reject(error)));
+    socket.on('error', (error) =>
+      (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve(answer) : reject(error),
+    );
     socket.on('close', () => resolve(answer));
     socket.write(request);
   });
@@ -48,32 +51,71 @@ t.test('path parameters of any length and bad escapes reach the route; unknown p
   }
 });
 
-t.test('bodies Fastify refuses (too large, unknown type, malformed JSON) get the endpoint family\'s own error shape', async (t) => {
-  const big = `x=${'a'.repeat(20_000)}`;
-  const form = { 'content-type': 'application/x-www-form-urlencoded' };
-  const cases: Array<[string, Record<string, string>, string, number, RegExp]> = [
-    // UserInfo: RFC 6749 §5.2 bodies with the right status, never 500.
-    ['/api/auth/oauth2/userinfo', { ...form, authorization: 'Bearer abc' }, big, 413, /^\{"error":"invalid_request","error_description":"[^"]+"\}$/],
-    ['/api/auth/oauth2/userinfo', { 'content-type': 'application/xml', authorization: 'Bearer abc' }, '<x/>', 415, /^\{"error":"invalid_request","error_description":"[^"]+"\}$/],
-    ['/api/auth/oauth2/userinfo', { 'content-type': 'application/json', authorization: 'Bearer abc' }, '{bad', 400, /^\{"error":"invalid_request","error_description":"[^"]+"\}$/],
-    ['/api/auth/oauth2/token', form, big, 400, /^\{"error":"invalid_request","error_description":"[^"]+"\}$/],
-    ['/api/auth/oauth2/token', { 'content-type': 'text/plain' }, 'x', 400, /^\{"error":"invalid_request"/],
-    // First-party JSON: { error, message }.
-    ['/api/auth/request-password-reset', { 'content-type': 'application/json' }, JSON.stringify({ x: 'a'.repeat(20_000) }), 413, /^\{"error":"PAYLOAD_TOO_LARGE","message":"[^"]+"\}$/],
-    ['/api/auth/request-password-reset', { 'content-type': 'application/json' }, '{bad', 400, /^\{"error":"INVALID_JSON","message":/],
-    ['/api/admin/users', { ...adminHeaders, 'content-type': 'text/plain' }, 'x', 400, /^\{"error":"VALIDATION_ERROR"/],
-    // Hosted pages: an HTML page with the refused body's own status, never a 500.
-    ['/login/sign-in', form, big, 413, /<!doctype html>/i],
-    ['/login/sign-up', form, big, 413, /<!doctype html>/i],
-    ['/admin/applications', form, big, 413, /<!doctype html>/i],
-  ];
-  for (const [url, headers, payload, status, body] of cases) {
-    const res = await app.inject({ method: 'POST', url, headers, payload });
-    t.equal(res.statusCode, status, `${url} (${headers['content-type']}, ${payload.length} bytes)`);
-    t.match(res.body, body, url);
-    t.notMatch(res.body, FASTIFY_SHAPE, `${url}: no Fastify body`);
-  }
-});
+t.test(
+  "bodies Fastify refuses (too large, unknown type, malformed JSON) get the endpoint family's own error shape",
+  async (t) => {
+    const big = `x=${'a'.repeat(20_000)}`;
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const cases: Array<[string, Record<string, string>, string, number, RegExp]> = [
+      // UserInfo: RFC 6749 §5.2 bodies with the right status, never 500.
+      [
+        '/api/auth/oauth2/userinfo',
+        { ...form, authorization: 'Bearer abc' },
+        big,
+        413,
+        /^\{"error":"invalid_request","error_description":"[^"]+"\}$/,
+      ],
+      [
+        '/api/auth/oauth2/userinfo',
+        { 'content-type': 'application/xml', authorization: 'Bearer abc' },
+        '<x/>',
+        415,
+        /^\{"error":"invalid_request","error_description":"[^"]+"\}$/,
+      ],
+      [
+        '/api/auth/oauth2/userinfo',
+        { 'content-type': 'application/json', authorization: 'Bearer abc' },
+        '{bad',
+        400,
+        /^\{"error":"invalid_request","error_description":"[^"]+"\}$/,
+      ],
+      ['/api/auth/oauth2/token', form, big, 400, /^\{"error":"invalid_request","error_description":"[^"]+"\}$/],
+      ['/api/auth/oauth2/token', { 'content-type': 'text/plain' }, 'x', 400, /^\{"error":"invalid_request"/],
+      // First-party JSON: { error, message }.
+      [
+        '/api/auth/request-password-reset',
+        { 'content-type': 'application/json' },
+        JSON.stringify({ x: 'a'.repeat(20_000) }),
+        413,
+        /^\{"error":"PAYLOAD_TOO_LARGE","message":"[^"]+"\}$/,
+      ],
+      [
+        '/api/auth/request-password-reset',
+        { 'content-type': 'application/json' },
+        '{bad',
+        400,
+        /^\{"error":"INVALID_JSON","message":/,
+      ],
+      [
+        '/api/admin/users',
+        { ...adminHeaders, 'content-type': 'text/plain' },
+        'x',
+        400,
+        /^\{"error":"VALIDATION_ERROR"/,
+      ],
+      // Hosted pages: an HTML page with the refused body's own status, never a 500.
+      ['/login/sign-in', form, big, 413, /<!doctype html>/i],
+      ['/login/sign-up', form, big, 413, /<!doctype html>/i],
+      ['/admin/applications', form, big, 413, /<!doctype html>/i],
+    ];
+    for (const [url, headers, payload, status, body] of cases) {
+      const res = await app.inject({ method: 'POST', url, headers, payload });
+      t.equal(res.statusCode, status, `${url} (${headers['content-type']}, ${payload.length} bytes)`);
+      t.match(res.body, body, url);
+      t.notMatch(res.body, FASTIFY_SHAPE, `${url}: no Fastify body`);
+    }
+  },
+);
 
 t.test('requests Node refuses before routing (headers too large, malformed) get first-party bodies', async (t) => {
   const server = await buildTestApp(t);
@@ -91,7 +133,10 @@ t.test('requests Node refuses before routing (headers too large, malformed) get 
   t.notMatch(malformed, FASTIFY_SHAPE);
 
   // Just under the limit, a long parameter is the route's business.
-  const long = await raw(port, `GET /api/public/applications/${'a'.repeat(12_000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+  const long = await raw(
+    port,
+    `GET /api/public/applications/${'a'.repeat(12_000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+  );
   t.match(long, /^HTTP\/1\.1 400 /);
   t.match(long, /\r\n\r\n\{"error":"INVALID_CLIENT_ID"\}$/);
 });
@@ -101,15 +146,19 @@ t.test('a request arriving while the server drains is 503 in the first-party sha
   const gate = new Promise<void>((resolve) => (release = resolve));
   let entered!: () => void;
   const inside = new Promise<void>((resolve) => (entered = resolve));
-  const ctx = await startTestServer(t, {}, {
-    configure: (app) => {
-      app.get('/test/slow', async () => {
-        entered();
-        await gate;
-        return { ok: true };
-      });
+  const ctx = await startTestServer(
+    t,
+    {},
+    {
+      configure: (app) => {
+        app.get('/test/slow', async () => {
+          entered();
+          await gate;
+          return { ok: true };
+        });
+      },
     },
-  });
+  );
   const port = Number(new URL(ctx.server.url).port);
   const socket = connect(port, '127.0.0.1');
   let answer = '';

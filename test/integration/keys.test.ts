@@ -8,21 +8,52 @@ import { listAuditEvents } from '../../db/repositories/audit.js';
 
 const { app, database, config } = await buildTestApp(t);
 const redirectUri = 'https://rp.example.com/cb';
-const client = await app.services.applications.create({ clientName: 'Keys RP', redirectUris: [redirectUri] }, { actor: 'test' });
-await app.services.users.create({ email: 'kim@example.com', password: 'kim-password-1', emailVerified: true }, { actor: 'test' });
-const flow = { clientId: client.clientId, redirectUri, email: 'kim@example.com', password: 'kim-password-1', scope: 'openid' };
+const client = await app.services.applications.create(
+  { clientName: 'Keys RP', redirectUris: [redirectUri] },
+  { actor: 'test' },
+);
+await app.services.users.create(
+  { email: 'kim@example.com', password: 'kim-password-1', emailVerified: true },
+  { actor: 'test' },
+);
+const flow = {
+  clientId: client.clientId,
+  redirectUri,
+  email: 'kim@example.com',
+  password: 'kim-password-1',
+  scope: 'openid',
+};
 
-const keysList = async () => (await app.inject({ method: 'GET', url: '/api/admin/keys', headers: adminHeaders })).json().items as Array<{ kid: string; state: string }>;
+const keysList = async () =>
+  (await app.inject({ method: 'GET', url: '/api/admin/keys', headers: adminHeaders })).json().items as Array<{
+    kid: string;
+    state: string;
+  }>;
 const jwks = async () => (await app.inject({ method: 'GET', url: '/api/auth/jwks' })).json() as jose.JSONWebKeySet;
-const rotate = (force?: boolean) => app.inject({ method: 'POST', url: '/api/admin/keys/rotate', headers: adminHeaders, payload: force === undefined ? {} : { force } });
-const verify = async (idToken: string) => jose.jwtVerify(idToken, jose.createLocalJWKSet(await jwks()), { issuer: config.issuer, audience: client.clientId });
+const rotate = (force?: boolean) =>
+  app.inject({
+    method: 'POST',
+    url: '/api/admin/keys/rotate',
+    headers: adminHeaders,
+    payload: force === undefined ? {} : { force },
+  });
+const verify = async (idToken: string) =>
+  jose.jwtVerify(idToken, jose.createLocalJWKSet(await jwks()), { issuer: config.issuer, audience: client.clientId });
 
 t.test('a new database starts with a current key and a published next key', async (t) => {
   const keys = await keysList();
-  t.same(keys.map((k) => k.state), ['current', 'next']);
+  t.same(
+    keys.map((k) => k.state),
+    ['current', 'next'],
+  );
   const published = await jwks();
-  t.same(published.keys.map((k) => k.kid).sort(), keys.map((k) => k.kid).sort(), 'the next key is in the JWKS before it signs');
-  for (const k of published.keys) t.equal(k.kid, await jose.calculateJwkThumbprint(k as jose.JWK), 'kid is the RFC 7638 thumbprint');
+  t.same(
+    published.keys.map((k) => k.kid).sort(),
+    keys.map((k) => k.kid).sort(),
+    'the next key is in the JWKS before it signs',
+  );
+  for (const k of published.keys)
+    t.equal(k.kid, await jose.calculateJwkThumbprint(k as jose.JWK), 'kid is the RFC 7638 thumbprint');
 });
 
 t.test('a rotation right after the next key appeared is refused unless forced', async (t) => {

@@ -16,7 +16,11 @@ const { app, database } = await buildTestApp(t, { env: { SMTP_URL: smtp.url } })
 const actor = { actor: 'test' };
 const redirectUri = 'https://app.example.com/callback';
 const client = await app.services.applications.create(
-  { clientName: 'Evil <script>alert(1)</script> App', redirectUris: [redirectUri], postVerificationRedirectPath: '/welcome' },
+  {
+    clientName: 'Evil <script>alert(1)</script> App',
+    redirectUris: [redirectUri],
+    postVerificationRedirectPath: '/welcome',
+  },
   actor,
 );
 await app.services.users.create({ email: 'pat@example.com', password: 'pat-password-1', emailVerified: true }, actor);
@@ -26,11 +30,23 @@ await app.services.users.create({ email: 'pat@example.com', password: 'pat-passw
  * authorize sets (a test of another browser passes its own cookie, which wins).
  */
 const BROWSER: Record<string, string> = { 'idp.authz': generateToken() };
-const inject = (options: InjectOptions & { cookies?: Record<string, string> }) => app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
+const inject = (options: InjectOptions & { cookies?: Record<string, string> }) =>
+  app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
 const formPage = (path: string, jar: Record<string, string> = {}) => formPageOf(app, path, { ...BROWSER, ...jar });
 
-async function post(path: string, form: Record<string, string>, jar: Record<string, string>, headers: Record<string, string> = {}) {
-  return inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+async function post(
+  path: string,
+  form: Record<string, string>,
+  jar: Record<string, string>,
+  headers: Record<string, string> = {},
+) {
+  return inject({
+    method: 'POST',
+    url: path,
+    cookies: jar,
+    payload: new URLSearchParams(form).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+  });
 }
 
 async function signedIn(email = 'pat@example.com', password = 'pat-password-1') {
@@ -86,30 +102,57 @@ t.test('a POST without the CSRF token, with a wrong one, or from another origin 
   const none = await post('/login/sign-in', { email: 'pat@example.com', password: 'pat-password-1' }, page.jar);
   t.equal(none.statusCode, 403);
   t.notOk(cookiesOf(none)['idp.session'], 'no session without CSRF token');
-  const wrong = await post('/login/sign-in', { csrf: 'x'.repeat(43), email: 'pat@example.com', password: 'pat-password-1' }, page.jar);
+  const wrong = await post(
+    '/login/sign-in',
+    { csrf: 'x'.repeat(43), email: 'pat@example.com', password: 'pat-password-1' },
+    page.jar,
+  );
   t.equal(wrong.statusCode, 403);
-  const noCookie = await post('/login/sign-in', { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1' }, {});
+  const noCookie = await post(
+    '/login/sign-in',
+    { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1' },
+    {},
+  );
   t.equal(noCookie.statusCode, 403);
-  const foreign = await post('/login/sign-in', { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1' }, page.jar, { origin: 'https://evil.example' });
+  const foreign = await post(
+    '/login/sign-in',
+    { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1' },
+    page.jar,
+    { origin: 'https://evil.example' },
+  );
   t.equal(foreign.statusCode, 403);
   t.match(foreign.body, /another site/);
 });
 
 t.test('a wrong e-mail and a wrong password get the same answer, and the session cookie is HttpOnly', async (t) => {
   const page = await formPage('/login/sign-in');
-  const wrongPassword = await post('/login/sign-in', { csrf: page.csrf, email: 'pat@example.com', password: 'nope-nope-nope' }, page.jar);
-  const wrongEmail = await post('/login/sign-in', { csrf: page.csrf, email: 'nobody@example.com', password: 'nope-nope-nope' }, page.jar);
+  const wrongPassword = await post(
+    '/login/sign-in',
+    { csrf: page.csrf, email: 'pat@example.com', password: 'nope-nope-nope' },
+    page.jar,
+  );
+  const wrongEmail = await post(
+    '/login/sign-in',
+    { csrf: page.csrf, email: 'nobody@example.com', password: 'nope-nope-nope' },
+    page.jar,
+  );
   t.equal(wrongPassword.statusCode, 401);
   t.equal(wrongEmail.statusCode, 401);
   const message = (body: string) => /<p class="error" id="field-password-error">([^<]*)<\/p>/.exec(body)?.[1];
   t.equal(message(wrongPassword.body), 'The e-mail address or password is not correct');
   t.equal(message(wrongEmail.body), message(wrongPassword.body));
-  t.match(wrongPassword.body, /aria-invalid="true" aria-describedby="field-password-error"/, 'the error is tied to the field');
+  t.match(
+    wrongPassword.body,
+    /aria-invalid="true" aria-describedby="field-password-error"/,
+    'the error is tied to the field',
+  );
   t.match(wrongEmail.body, /value="nobody@example.com"/, 'the e-mail is kept');
 
   const { res } = await signedIn();
   t.equal(res.statusCode, 303);
-  const cookie = (res.cookies as Array<{ name: string; httpOnly?: boolean; sameSite?: string; path?: string }>).find((c) => c.name === 'idp.session');
+  const cookie = (res.cookies as Array<{ name: string; httpOnly?: boolean; sameSite?: string; path?: string }>).find(
+    (c) => c.name === 'idp.session',
+  );
   t.ok(cookie?.httpOnly);
   t.equal(cookie?.sameSite, 'Lax');
   t.equal(cookie?.path, '/');
@@ -126,61 +169,103 @@ t.test('the application name is escaped wherever it is shown', async (t) => {
 
 t.test('sign-up validates next to each field and refuses a taken e-mail', async (t) => {
   const page = await formPage('/login/sign-up');
-  const bad = await post('/login/sign-up', { csrf: page.csrf, name: 'X', email: 'not-an-email', password: 'short' }, page.jar);
+  const bad = await post(
+    '/login/sign-up',
+    { csrf: page.csrf, name: 'X', email: 'not-an-email', password: 'short' },
+    page.jar,
+  );
   t.equal(bad.statusCode, 400);
   t.match(bad.body, /id="field-email-error">Enter a valid e-mail address/);
   t.match(bad.body, /id="field-password-error">Use at least 8 characters/);
   t.match(bad.body, /value="not-an-email"/);
-  const taken = await post('/login/sign-up', { csrf: page.csrf, name: 'X', email: 'PAT@example.com', password: 'long-enough-1' }, page.jar);
+  const taken = await post(
+    '/login/sign-up',
+    { csrf: page.csrf, name: 'X', email: 'PAT@example.com', password: 'long-enough-1' },
+    page.jar,
+  );
   t.equal(taken.statusCode, 409);
   t.match(taken.body, /exists already/);
 });
 
-t.test('sign-up sends a verification mail; the link verifies once and lands on the post-verification page', async (t) => {
-  const requestId = await startAuthorization(app);
-  const page = await formPage(`/login/sign-up?request=${requestId}`);
-  const res = await post('/login/sign-up', { csrf: page.csrf, request: requestId, name: 'Vera', email: 'vera@example.com', password: 'vera-password-1' }, page.jar);
-  t.equal(res.statusCode, 303);
-  const jar = { ...page.jar, ...cookiesOf(res) };
-  const cont = await inject({ method: 'GET', url: new URL(res.headers.location as string).pathname + new URL(res.headers.location as string).search, cookies: jar });
-  t.match(cont.headers.location, /\/login\/verify-email\?request=/, 'unverified users are sent to verification');
+t.test(
+  'sign-up sends a verification mail; the link verifies once and lands on the post-verification page',
+  async (t) => {
+    const requestId = await startAuthorization(app);
+    const page = await formPage(`/login/sign-up?request=${requestId}`);
+    const res = await post(
+      '/login/sign-up',
+      { csrf: page.csrf, request: requestId, name: 'Vera', email: 'vera@example.com', password: 'vera-password-1' },
+      page.jar,
+    );
+    t.equal(res.statusCode, 303);
+    const jar = { ...page.jar, ...cookiesOf(res) };
+    const cont = await inject({
+      method: 'GET',
+      url: new URL(res.headers.location as string).pathname + new URL(res.headers.location as string).search,
+      cookies: jar,
+    });
+    t.match(cont.headers.location, /\/login\/verify-email\?request=/, 'unverified users are sent to verification');
 
-  const mail = await smtp.waitFor('vera@example.com');
-  t.equal(mail.subject, 'Verify your e-mail address');
-  t.match(mail.text, /Evil <script>alert\(1\)<\/script> App/, 'the text part names the application');
-  t.notMatch(mail.html, /<script>/, 'the HTML part escapes it');
-  const link = new URL(linkIn(mail));
-  t.equal(link.pathname, '/login/verify-email/confirm');
+    const mail = await smtp.waitFor('vera@example.com');
+    t.equal(mail.subject, 'Verify your e-mail address');
+    t.match(mail.text, /Evil <script>alert\(1\)<\/script> App/, 'the text part names the application');
+    t.notMatch(mail.html, /<script>/, 'the HTML part escapes it');
+    const link = new URL(linkIn(mail));
+    t.equal(link.pathname, '/login/verify-email/confirm');
 
-  // Opened where the request is gone (another device, or the request completed): the app's page.
-  await database.db.updateTable('authorization_requests').set({ completed_at: new Date() }).where('id', '=', requestId).execute();
-  const confirmed = await inject({ method: 'GET', url: link.pathname + link.search });
-  t.equal(confirmed.statusCode, 303);
-  t.equal(confirmed.headers.location, 'https://app.example.com/welcome', 'origin of the redirect_uri plus postVerificationRedirectPath');
-  t.equal((await findUserByEmail(database.db, 'vera@example.com'))?.email_verified, true);
+    // Opened where the request is gone (another device, or the request completed): the app's page.
+    await database.db
+      .updateTable('authorization_requests')
+      .set({ completed_at: new Date() })
+      .where('id', '=', requestId)
+      .execute();
+    const confirmed = await inject({ method: 'GET', url: link.pathname + link.search });
+    t.equal(confirmed.statusCode, 303);
+    t.equal(
+      confirmed.headers.location,
+      'https://app.example.com/welcome',
+      'origin of the redirect_uri plus postVerificationRedirectPath',
+    );
+    t.equal((await findUserByEmail(database.db, 'vera@example.com'))?.email_verified, true);
 
-  const again = await inject({ method: 'GET', url: link.pathname + link.search });
-  t.equal(again.statusCode, 400, 'the link works once');
-  t.match(again.body, /invalid, expired or was used already/);
-});
+    const again = await inject({ method: 'GET', url: link.pathname + link.search });
+    t.equal(again.statusCode, 400, 'the link works once');
+    t.match(again.body, /invalid, expired or was used already/);
+  },
+);
 
-t.test('a verification link opened in another browser verifies, but only the browser of the request continues it', async (t) => {
-  const requestId = await startAuthorization(app);
-  const page = await formPage(`/login/sign-up?request=${requestId}`);
-  const res = await post('/login/sign-up', { csrf: page.csrf, request: requestId, name: 'Otto', email: 'otto@example.com', password: 'otto-password-1' }, page.jar);
-  t.equal(res.statusCode, 303);
-  const jar = { ...page.jar, ...cookiesOf(res) };
-  const link = new URL(linkIn(await smtp.waitFor('otto@example.com')));
-  // Another browser (say, the phone that shows the mail) has a binding cookie of its own, or none.
-  const elsewhere = await inject({ method: 'GET', url: link.pathname + link.search, cookies: { 'idp.authz': generateToken() } });
-  t.equal(elsewhere.statusCode, 303, 'the application page, as when the request is gone');
-  t.equal(elsewhere.headers.location, 'https://app.example.com/welcome', 'never the continue URL of the request');
-  t.equal((await findUserByEmail(database.db, 'otto@example.com'))?.email_verified, true, 'the address is verified');
-  // The browser that started the request goes on from where it was: the consent step.
-  const back = await inject({ method: 'GET', url: `/api/auth/oauth2/authorize/continue?request=${requestId}`, cookies: jar });
-  t.equal(back.statusCode, 303);
-  t.match(back.headers.location, /\/login\/consent\?request=/);
-});
+t.test(
+  'a verification link opened in another browser verifies, but only the browser of the request continues it',
+  async (t) => {
+    const requestId = await startAuthorization(app);
+    const page = await formPage(`/login/sign-up?request=${requestId}`);
+    const res = await post(
+      '/login/sign-up',
+      { csrf: page.csrf, request: requestId, name: 'Otto', email: 'otto@example.com', password: 'otto-password-1' },
+      page.jar,
+    );
+    t.equal(res.statusCode, 303);
+    const jar = { ...page.jar, ...cookiesOf(res) };
+    const link = new URL(linkIn(await smtp.waitFor('otto@example.com')));
+    // Another browser (say, the phone that shows the mail) has a binding cookie of its own, or none.
+    const elsewhere = await inject({
+      method: 'GET',
+      url: link.pathname + link.search,
+      cookies: { 'idp.authz': generateToken() },
+    });
+    t.equal(elsewhere.statusCode, 303, 'the application page, as when the request is gone');
+    t.equal(elsewhere.headers.location, 'https://app.example.com/welcome', 'never the continue URL of the request');
+    t.equal((await findUserByEmail(database.db, 'otto@example.com'))?.email_verified, true, 'the address is verified');
+    // The browser that started the request goes on from where it was: the consent step.
+    const back = await inject({
+      method: 'GET',
+      url: `/api/auth/oauth2/authorize/continue?request=${requestId}`,
+      cookies: jar,
+    });
+    t.equal(back.statusCode, 303);
+    t.match(back.headers.location, /\/login\/consent\?request=/);
+  },
+);
 
 t.test('signing out revokes the session server-side', async (t) => {
   const { jar } = await signedIn();
@@ -215,29 +300,63 @@ t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', a
     prompt: [],
     scopes: [
       { name: 'openid', label: 'Sign in', consentDescription: 'Sign you in and know who you are' },
-      { name: 'email', label: 'E-mail address', consentDescription: 'See your e-mail address and whether it is verified' },
+      {
+        name: 'email',
+        label: 'E-mail address',
+        consentDescription: 'See your e-mail address and whether it is verified',
+      },
     ],
   });
   const missing = await inject({ method: 'GET', url: '/api/auth/authorization-requests/nope' });
   t.equal(missing.statusCode, 404);
   t.equal(missing.json().error, 'REQUEST_NOT_FOUND');
 
-  const wrong = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'wrong-password' } });
+  const wrong = await inject({
+    method: 'POST',
+    url: '/api/auth/sign-in',
+    payload: { email: 'pat@example.com', password: 'wrong-password' },
+  });
   t.equal(wrong.statusCode, 401);
   t.same(wrong.json(), { error: 'INVALID_CREDENTIALS', message: 'The e-mail address or password is not correct' });
-  const form = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: 'email=pat%40example.com&password=pat-password-1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const form = await inject({
+    method: 'POST',
+    url: '/api/auth/sign-in',
+    payload: 'email=pat%40example.com&password=pat-password-1',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   t.equal(form.statusCode, 415, 'a cross-site form cannot reach the JSON endpoint');
-  const foreign = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1' }, headers: { origin: 'https://evil.example' } });
+  const foreign = await inject({
+    method: 'POST',
+    url: '/api/auth/sign-in',
+    payload: { email: 'pat@example.com', password: 'pat-password-1' },
+    headers: { origin: 'https://evil.example' },
+  });
   t.equal(foreign.statusCode, 403);
 
-  const ok = await inject({ method: 'POST', url: '/api/auth/sign-in', payload: { email: 'pat@example.com', password: 'pat-password-1', request: requestId } });
+  const ok = await inject({
+    method: 'POST',
+    url: '/api/auth/sign-in',
+    payload: { email: 'pat@example.com', password: 'pat-password-1', request: requestId },
+  });
   t.equal(ok.statusCode, 200);
-  t.same(ok.json(), { status: true, redirectTo: `http://localhost:3000/api/auth/oauth2/authorize/continue?request=${requestId}` });
+  t.same(ok.json(), {
+    status: true,
+    redirectTo: `http://localhost:3000/api/auth/oauth2/authorize/continue?request=${requestId}`,
+  });
   t.equal(ok.headers['cache-control'], 'no-store');
   const jar = cookiesOf(ok);
-  const noSession = await inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' } });
+  const noSession = await inject({
+    method: 'POST',
+    url: '/api/auth/consent',
+    payload: { request: requestId, decision: 'allow' },
+  });
   t.equal(noSession.statusCode, 401);
-  const consent = await inject({ method: 'POST', url: '/api/auth/consent', payload: { request: requestId, decision: 'allow' }, cookies: jar });
+  const consent = await inject({
+    method: 'POST',
+    url: '/api/auth/consent',
+    payload: { request: requestId, decision: 'allow' },
+    cookies: jar,
+  });
   t.equal(consent.statusCode, 200);
   const target = new URL(consent.json().redirectTo);
   t.equal(target.origin + target.pathname, redirectUri);
@@ -257,11 +376,19 @@ t.test('an idle session ends after SESSION_IDLE_TTL', async (t) => {
     method: 'POST',
     url: '/login/sign-in',
     cookies: jar,
-    payload: new URLSearchParams({ csrf: hiddenField(page.body, 'csrf'), email: 'pat@example.com', password: 'pat-password-1' }).toString(),
+    payload: new URLSearchParams({
+      csrf: hiddenField(page.body, 'csrf'),
+      email: 'pat@example.com',
+      password: 'pat-password-1',
+    }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
   const session = { ...jar, ...cookiesOf(res) };
   t.equal((await short.app.inject({ method: 'GET', url: '/login/', cookies: session })).statusCode, 200);
   await new Promise((r) => setTimeout(r, 1500));
-  t.equal((await short.app.inject({ method: 'GET', url: '/login/', cookies: session })).statusCode, 303, 'idle too long: signed out');
+  t.equal(
+    (await short.app.inject({ method: 'GET', url: '/login/', cookies: session })).statusCode,
+    303,
+    'idle too long: signed out',
+  );
 });

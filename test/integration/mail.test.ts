@@ -68,7 +68,12 @@ async function startFlakySmtp(options: FlakySmtpOptions = {}) {
 }
 
 const postJson = (app: FastifyInstance, url: string, payload: unknown) =>
-  app.inject({ method: 'POST', url, payload: JSON.stringify(payload), headers: { 'content-type': 'application/json' } });
+  app.inject({
+    method: 'POST',
+    url,
+    payload: JSON.stringify(payload),
+    headers: { 'content-type': 'application/json' },
+  });
 
 async function readiness(app: FastifyInstance) {
   const res = await app.inject({ method: 'GET', url: '/readyz' });
@@ -95,7 +100,11 @@ t.test('a refused delivery is retried until it gets through; /readyz shows the r
   const smtp = await startFlakySmtp({ rejectFirst: 2 });
   const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '0.05,0.05,0.05' } });
   const before = await readiness(app);
-  t.same(before.body.mail, { transport: 'smtp', sent: 0, failed: 0, retried: 0, pending: 0, lastFailure: null }, 'nothing sent yet');
+  t.same(
+    before.body.mail,
+    { transport: 'smtp', sent: 0, failed: 0, retried: 0, pending: 0, lastFailure: null },
+    'nothing sent yet',
+  );
 
   const email = await newUser(app);
   const res = await resetRequest(app, email);
@@ -107,7 +116,11 @@ t.test('a refused delivery is retried until it gets through; /readyz shows the r
   t.equal(smtp.state.received.length, 1, 'the mail arrived once');
   const mail = smtp.state.received[0]!;
   t.equal(mail.subject, 'Reset your password');
-  t.match(mail.text ?? '', /http:\/\/localhost:3000\/api\/auth\/reset-password\/[A-Za-z0-9_-]{43}\?redirectTo=/, 'with its link');
+  t.match(
+    mail.text ?? '',
+    /http:\/\/localhost:3000\/api\/auth\/reset-password\/[A-Za-z0-9_-]{43}\?redirectTo=/,
+    'with its link',
+  );
   const link = new URL(/https?:\/\/\S+/.exec(mail.text ?? '')![0]);
   const followed = await app.inject({ method: 'GET', url: link.pathname + link.search });
   t.ok(new URL(followed.headers.location as string).searchParams.get('token'), 'the link of the retried mail works');
@@ -116,50 +129,60 @@ t.test('a refused delivery is retried until it gets through; /readyz shows the r
   t.equal(after.status, 200);
   t.equal(after.body.status, 'ready');
   t.match(after.body.mail, { transport: 'smtp', sent: 1, failed: 0, retried: 2, pending: 0 });
-  t.match(after.body.mail.lastFailure, { kind: 'password-reset', error: /451/ }, 'the last (recovered) failure is shown');
+  t.match(
+    after.body.mail.lastFailure,
+    { kind: 'password-reset', error: /451/ },
+    'the last (recovered) failure is shown',
+  );
 });
 
-t.test('a server that always refuses: the mail is given up, the requester never notices, readiness stays 200', async (t) => {
-  const smtp = await startFlakySmtp({ rejectFirst: Infinity, auth: { user: SMTP_USER, pass: SMTP_PASS } });
-  const { app, logs } = await buildTestApp(t, {
-    env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${smtp.port}`, MAIL_RETRY_DELAYS: '0.05,0.05,0.05' },
-  });
-  const email = await newUser(app);
-  const res = await resetRequest(app, email);
-  t.equal(res.statusCode, 200, 'request-password-reset answers as usual');
-  t.same(res.json(), GENERIC);
-  await settle(app);
-  t.ok(smtp.state.authAttempts >= 1, 'the client authenticated with the credentials of SMTP_URL');
-  t.equal(smtp.state.attempts, 4, 'one attempt and three retries');
-  t.equal(smtp.state.received.length, 0);
+t.test(
+  'a server that always refuses: the mail is given up, the requester never notices, readiness stays 200',
+  async (t) => {
+    const smtp = await startFlakySmtp({ rejectFirst: Infinity, auth: { user: SMTP_USER, pass: SMTP_PASS } });
+    const { app, logs } = await buildTestApp(t, {
+      env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${smtp.port}`, MAIL_RETRY_DELAYS: '0.05,0.05,0.05' },
+    });
+    const email = await newUser(app);
+    const res = await resetRequest(app, email);
+    t.equal(res.statusCode, 200, 'request-password-reset answers as usual');
+    t.same(res.json(), GENERIC);
+    await settle(app);
+    t.ok(smtp.state.authAttempts >= 1, 'the client authenticated with the credentials of SMTP_URL');
+    t.equal(smtp.state.attempts, 4, 'one attempt and three retries');
+    t.equal(smtp.state.received.length, 0);
 
-  const ready = await readiness(app);
-  t.equal(ready.status, 200, 'failing mail does not make the instance unready');
-  t.equal(ready.body.status, 'ready');
-  t.match(ready.body.mail, { transport: 'smtp', sent: 0, failed: 1, retried: 3, pending: 0 });
-  const failure = ready.body.mail.lastFailure!;
-  t.ok(failure, 'lastFailure is set');
-  t.equal(failure.kind, 'password-reset');
-  t.match(failure.error, /451/);
-  t.ok(!Number.isNaN(Date.parse(failure.at)), 'with a time');
-  t.notOk(failure.error.includes(SMTP_PASS), 'no password in lastFailure');
-  t.notOk(failure.error.includes(SMTP_USER), 'no user name in lastFailure');
+    const ready = await readiness(app);
+    t.equal(ready.status, 200, 'failing mail does not make the instance unready');
+    t.equal(ready.body.status, 'ready');
+    t.match(ready.body.mail, { transport: 'smtp', sent: 0, failed: 1, retried: 3, pending: 0 });
+    const failure = ready.body.mail.lastFailure!;
+    t.ok(failure, 'lastFailure is set');
+    t.equal(failure.kind, 'password-reset');
+    t.match(failure.error, /451/);
+    t.ok(!Number.isNaN(Date.parse(failure.at)), 'with a time');
+    t.notOk(failure.error.includes(SMTP_PASS), 'no password in lastFailure');
+    t.notOk(failure.error.includes(SMTP_USER), 'no user name in lastFailure');
 
-  // Sign-up (verification mail) answers 201 with its normal body too.
-  const signUp = await postJson(app, '/api/auth/sign-up', { email: `new-${email}`, password: 'mail-password-2' });
-  t.equal(signUp.statusCode, 201);
-  t.same(signUp.json(), { status: true });
-  t.ok(signUp.cookies.some((c) => c.name === app.sessionCookieName), 'and signs the new user in');
-  await settle(app);
-  const later = await readiness(app);
-  t.equal(later.status, 200);
-  t.match(later.body.mail, { sent: 0, failed: 2, retried: 6, pending: 0 });
-  t.equal(later.body.mail.lastFailure!.kind, 'email-verification');
+    // Sign-up (verification mail) answers 201 with its normal body too.
+    const signUp = await postJson(app, '/api/auth/sign-up', { email: `new-${email}`, password: 'mail-password-2' });
+    t.equal(signUp.statusCode, 201);
+    t.same(signUp.json(), { status: true });
+    t.ok(
+      signUp.cookies.some((c) => c.name === app.sessionCookieName),
+      'and signs the new user in',
+    );
+    await settle(app);
+    const later = await readiness(app);
+    t.equal(later.status, 200);
+    t.match(later.body.mail, { sent: 0, failed: 2, retried: 6, pending: 0 });
+    t.equal(later.body.mail.lastFailure!.kind, 'email-verification');
 
-  const text = logs.text();
-  t.match(text, 'mail could not be sent; giving up', 'the failure is logged');
-  t.notOk(text.includes(SMTP_PASS), 'the SMTP password is not in the log');
-});
+    const text = logs.text();
+    t.match(text, 'mail could not be sent; giving up', 'the failure is logged');
+    t.notOk(text.includes(SMTP_PASS), 'the SMTP password is not in the log');
+  },
+);
 
 t.test('refused authentication: lastFailure names the problem without the credentials', async (t) => {
   const smtp = await startFlakySmtp({ auth: { user: SMTP_USER, pass: SMTP_PASS }, authFails: true });
@@ -188,7 +211,9 @@ t.test('an unreachable SMTP server: given up after the retries, the response is 
       s.close(() => resolve(p));
     });
   });
-  const { app } = await buildTestApp(t, { env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${port}`, MAIL_RETRY_DELAYS: '0.05,0.05' } });
+  const { app } = await buildTestApp(t, {
+    env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${port}`, MAIL_RETRY_DELAYS: '0.05,0.05' },
+  });
   const email = await newUser(app);
   const res = await resetRequest(app, email);
   t.same([res.statusCode, res.json()], [200, GENERIC]);
@@ -217,7 +242,10 @@ t.test('sending never holds the HTTP response: the answer comes while the SMTP s
   const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '0.05' } });
   t.teardown(() => release());
   const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 8000).unref());
-  const signUp = await Promise.race([postJson(app, '/api/auth/sign-up', { email: 'held@example.com', password: 'mail-password-3' }), timeout]);
+  const signUp = await Promise.race([
+    postJson(app, '/api/auth/sign-up', { email: 'held@example.com', password: 'mail-password-3' }),
+    timeout,
+  ]);
   if (signUp === 'timeout') {
     t.fail('sign-up waited for the SMTP server');
     return;
@@ -241,8 +269,13 @@ t.test('shutdown gives a waiting retry one last attempt instead of dropping it',
   const email = await newUser(app);
   t.equal((await resetRequest(app, email)).statusCode, 200);
   await app.services.recovery.drain();
-  for (let i = 0; i < 200 && app.services.mailer.stats().retried === 0; i++) await new Promise((r) => setTimeout(r, 20));
-  t.match(app.services.mailer.stats(), { retried: 1, pending: 1, sent: 0 }, 'the first delivery was refused, the retry waits');
+  for (let i = 0; i < 200 && app.services.mailer.stats().retried === 0; i++)
+    await new Promise((r) => setTimeout(r, 20));
+  t.match(
+    app.services.mailer.stats(),
+    { retried: 1, pending: 1, sent: 0 },
+    'the first delivery was refused, the retry waits',
+  );
   await app.close();
   t.equal(smtp.state.received.length, 1, 'the retry was made at shutdown and got through');
   t.match(app.services.mailer.stats(), { sent: 1, pending: 0 });
@@ -268,11 +301,24 @@ t.test('without SMTP_URL mails go to DATA_DIR/outbox.jsonl', async (t) => {
   t.ok(new URL(followed.headers.location as string).searchParams.get('token'), 'the outbox link works');
   t.equal(statSync(file).mode & 0o777, 0o600, 'the outbox (it holds live links) is readable by the owner only');
 
-  const signUp = await postJson(app, '/api/auth/sign-up', { email: 'outbox-new@example.com', password: 'mail-password-4' });
+  const signUp = await postJson(app, '/api/auth/sign-up', {
+    email: 'outbox-new@example.com',
+    password: 'mail-password-4',
+  });
   t.equal(signUp.statusCode, 201);
   await settle(app);
-  const all = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; subject: string });
-  t.same(all.map((m) => [m.to, m.subject]), [[email, 'Reset your password'], ['outbox-new@example.com', 'Verify your e-mail address']], 'appended');
+  const all = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { to: string; subject: string });
+  t.same(
+    all.map((m) => [m.to, m.subject]),
+    [
+      [email, 'Reset your password'],
+      ['outbox-new@example.com', 'Verify your e-mail address'],
+    ],
+    'appended',
+  );
   const ready = await readiness(app);
   t.equal(ready.status, 200);
   t.match(ready.body.mail, { transport: 'outbox', sent: 2, failed: 0, retried: 0, pending: 0, lastFailure: null });

@@ -28,7 +28,8 @@ t.test('the document covers every /api route, each with a response schema', asyn
   const doc = res.json();
   t.equal(doc.openapi, '3.1.0');
   t.equal(doc.servers[0].url, 'http://localhost:3000');
-  for (const [method, path] of SPEC_PATHS) t.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
+  for (const [method, path] of SPEC_PATHS)
+    t.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
 
   t.ok(app.apiRoutes.length > 40, 'routes were collected');
   for (const route of app.apiRoutes) {
@@ -41,10 +42,16 @@ t.test('the document covers every /api route, each with a response schema', asyn
     t.ok(operation, `${name} is in the document`);
     if (!operation) continue;
     const responses = Object.values(operation.responses ?? {}) as Array<{ description?: string; content?: unknown }>;
-    t.ok(responses.some((r) => r.content || (r.description && r.description !== 'Default Response')), `${name} documents a response`);
+    t.ok(
+      responses.some((r) => r.content || (r.description && r.description !== 'Default Response')),
+      `${name} documents a response`,
+    );
   }
   // The hosted HTML pages are not an API.
-  t.notOk(Object.keys(doc.paths).some((p) => p.startsWith('/login')), 'no hosted pages');
+  t.notOk(
+    Object.keys(doc.paths).some((p) => p.startsWith('/login')),
+    'no hosted pages',
+  );
   t.notOk(doc.paths['/api/openapi.json'], 'the document does not list itself');
   t.same(doc.paths['/api/admin/audit-events'].get.security, [{ adminToken: [] }]);
   t.same(doc.paths['/api/external/me'].get.security, [{ bearer: [] }]);

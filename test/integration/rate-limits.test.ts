@@ -35,7 +35,10 @@ const client = await open.app.services.applications.create(
   { clientName: 'Limited RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'email', 'offline_access'] },
   { actor: 'test' },
 );
-const other = await open.app.services.applications.create({ clientName: 'Other RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'offline_access'] }, { actor: 'test' });
+const other = await open.app.services.applications.create(
+  { clientName: 'Other RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'offline_access'] },
+  { actor: 'test' },
+);
 const PASSWORD = 'limit-password-1';
 const users = new Map<string, true>();
 async function user(email: string) {
@@ -57,17 +60,49 @@ function check429(t: Test, res: LightMyRequestResponse, windowSeconds: number, w
   t.equal(res.statusCode, 429, `${what}: 429 (${res.body.slice(0, 200)})`);
   const retryAfter = String(res.headers['retry-after'] ?? '');
   t.match(retryAfter, /^\d+$/, `${what}: Retry-After is whole seconds (${retryAfter})`);
-  t.ok(Number(retryAfter) > 0 && Number(retryAfter) <= windowSeconds, `${what}: 0 < Retry-After (${retryAfter}) <= ${windowSeconds}`);
+  t.ok(
+    Number(retryAfter) > 0 && Number(retryAfter) <= windowSeconds,
+    `${what}: 0 < Retry-After (${retryAfter}) <= ${windowSeconds}`,
+  );
 }
 
-const form = (server: FastifyInstance, url: string, body: Record<string, string>, remoteAddress: string, headers: Record<string, string> = {}) =>
-  server.inject({ method: 'POST', url, remoteAddress, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: new URLSearchParams(body).toString() });
+const form = (
+  server: FastifyInstance,
+  url: string,
+  body: Record<string, string>,
+  remoteAddress: string,
+  headers: Record<string, string> = {},
+) =>
+  server.inject({
+    method: 'POST',
+    url,
+    remoteAddress,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    payload: new URLSearchParams(body).toString(),
+  });
 
-const json = (server: FastifyInstance, url: string, body: unknown, remoteAddress: string, headers: Record<string, string> = {}) =>
-  server.inject({ method: 'POST', url, remoteAddress, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
+const json = (
+  server: FastifyInstance,
+  url: string,
+  body: unknown,
+  remoteAddress: string,
+  headers: Record<string, string> = {},
+) =>
+  server.inject({
+    method: 'POST',
+    url,
+    remoteAddress,
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(body),
+  });
 
-const token = (body: Record<string, string>, ip: string, server = app) => form(server, '/api/auth/oauth2/token', body, ip);
-const garbageRefresh = (clientId: string) => ({ grant_type: 'refresh_token', refresh_token: 'x'.repeat(43), client_id: clientId });
+const token = (body: Record<string, string>, ip: string, server = app) =>
+  form(server, '/api/auth/oauth2/token', body, ip);
+const garbageRefresh = (clientId: string) => ({
+  grant_type: 'refresh_token',
+  refresh_token: 'x'.repeat(43),
+  client_id: clientId,
+});
 
 /** The hosted forms' CSRF cookie and field value (one per browser, any form; GETs are not limited). */
 async function csrfFor(server: FastifyInstance) {
@@ -80,7 +115,13 @@ async function csrfFor(server: FastifyInstance) {
   return { csrf, jar };
 }
 
-async function hostedPost(server: FastifyInstance, page: string, fields: Record<string, string>, ip: string, headers: Record<string, string> = {}) {
+async function hostedPost(
+  server: FastifyInstance,
+  page: string,
+  fields: Record<string, string>,
+  ip: string,
+  headers: Record<string, string> = {},
+) {
   const { csrf, jar } = await csrfFor(server);
   return server.inject({
     method: 'POST',
@@ -98,11 +139,22 @@ t.test('token endpoint: per client_id and IP, OAuth error body', async (t) => {
   const ip = newIp();
   const flow = await user('token-limit@example.com');
   const { code, verifier } = await obtainCode(open.app, flow);
-  const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.clientId, redirect_uri: redirectUri };
+  const exchange = {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+  };
   const ok = await token(exchange, ip);
   t.equal(ok.statusCode, 200, 'a request under the limit succeeds');
   t.type(ok.json().refresh_token, 'string');
-  for (let i = 0; i < 2; i++) t.equal((await token(garbageRefresh(client.clientId), ip)).json().error, 'invalid_grant', `request ${i + 2} is handled normally`);
+  for (let i = 0; i < 2; i++)
+    t.equal(
+      (await token(garbageRefresh(client.clientId), ip)).json().error,
+      'invalid_grant',
+      `request ${i + 2} is handled normally`,
+    );
 
   const limitedRes = await token(garbageRefresh(client.clientId), ip);
   check429(t, limitedRes, 60, 'token endpoint');
@@ -111,31 +163,77 @@ t.test('token endpoint: per client_id and IP, OAuth error body', async (t) => {
 
   // Even a good request is refused now, and refused before it uses anything: the code works elsewhere.
   const second = await obtainCode(open.app, flow);
-  const exchange2 = { grant_type: 'authorization_code', code: second.code, code_verifier: second.verifier, client_id: client.clientId, redirect_uri: redirectUri };
+  const exchange2 = {
+    grant_type: 'authorization_code',
+    code: second.code,
+    code_verifier: second.verifier,
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+  };
   check429(t, await token(exchange2, ip), 60, 'a valid exchange over the limit');
-  const refreshed = await token({ grant_type: 'refresh_token', refresh_token: ok.json().refresh_token, client_id: client.clientId }, ip);
+  const refreshed = await token(
+    { grant_type: 'refresh_token', refresh_token: ok.json().refresh_token, client_id: client.clientId },
+    ip,
+  );
   check429(t, refreshed, 60, 'a valid refresh over the limit');
 
-  t.equal((await token(garbageRefresh(other.clientId), ip)).json().error, 'invalid_grant', 'another client_id from the same IP is not limited');
+  t.equal(
+    (await token(garbageRefresh(other.clientId), ip)).json().error,
+    'invalid_grant',
+    'another client_id from the same IP is not limited',
+  );
   const elsewhere = newIp();
-  t.equal((await token(exchange2, elsewhere)).statusCode, 200, 'the same client from another IP is not limited; the refused exchange did not burn the code');
-  t.equal((await token({ grant_type: 'refresh_token', refresh_token: ok.json().refresh_token, client_id: client.clientId }, elsewhere)).statusCode, 200, 'nor did the refused refresh use the refresh token');
+  t.equal(
+    (await token(exchange2, elsewhere)).statusCode,
+    200,
+    'the same client from another IP is not limited; the refused exchange did not burn the code',
+  );
+  t.equal(
+    (
+      await token(
+        { grant_type: 'refresh_token', refresh_token: ok.json().refresh_token, client_id: client.clientId },
+        elsewhere,
+      )
+    ).statusCode,
+    200,
+    'nor did the refused refresh use the refresh token',
+  );
 });
 
 t.test('cookie token endpoint: the token rule, OAuth error body', async (t) => {
   const ip = newIp();
   const flow = await user('cookie-limit@example.com');
-  const cookieToken = (body: Record<string, string>, from: string) => form(app, '/api/auth/oauth2/token/cookie', body, from, { origin: ORIGIN });
+  const cookieToken = (body: Record<string, string>, from: string) =>
+    form(app, '/api/auth/oauth2/token/cookie', body, from, { origin: ORIGIN });
   const { code, verifier } = await obtainCode(open.app, flow);
-  const ok = await cookieToken({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.clientId, redirect_uri: redirectUri }, ip);
+  const ok = await cookieToken(
+    {
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      client_id: client.clientId,
+      redirect_uri: redirectUri,
+    },
+    ip,
+  );
   t.equal(ok.statusCode, 200, `under the limit: ${ok.body}`);
-  const badCode = { grant_type: 'authorization_code', code: 'nope', code_verifier: verifier, client_id: client.clientId, redirect_uri: redirectUri };
+  const badCode = {
+    grant_type: 'authorization_code',
+    code: 'nope',
+    code_verifier: verifier,
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+  };
   for (let i = 0; i < 2; i++) t.equal((await cookieToken(badCode, ip)).json().error, 'invalid_grant');
   const res = await cookieToken(badCode, ip);
   check429(t, res, 60, 'cookie token endpoint');
   t.equal(res.json().error, 'temporarily_unavailable');
   t.equal(res.headers['access-control-allow-origin'], ORIGIN, 'the first-party page can read the 429');
-  t.equal((await cookieToken({ ...badCode, client_id: other.clientId }, ip)).json().error, 'invalid_grant', 'another client_id is not limited');
+  t.equal(
+    (await cookieToken({ ...badCode, client_id: other.clientId }, ip)).json().error,
+    'invalid_grant',
+    'another client_id is not limited',
+  );
   t.equal((await cookieToken(badCode, newIp())).json().error, 'invalid_grant', 'another IP is not limited');
 });
 
@@ -149,7 +247,8 @@ t.test('authorize: per IP, an HTML error page with status 429', async (t) => {
     code_challenge: s256Challenge('v'.repeat(43)),
     code_challenge_method: 'S256',
   });
-  const authorize = (from: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, remoteAddress: from, headers });
+  const authorize = (from: string, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, remoteAddress: from, headers });
   for (let i = 0; i < 3; i++) {
     const res = await authorize(ip);
     t.equal(res.statusCode, 303, `request ${i + 1} goes on to sign-in`);
@@ -160,7 +259,13 @@ t.test('authorize: per IP, an HTML error page with status 429', async (t) => {
   t.ok(isHtml(res), 'an HTML page');
   t.match(res.body, /temporarily_unavailable|too many|try again/i);
   t.notOk(res.headers.location, 'never redirected');
-  const post = await app.inject({ method: 'POST', url: '/api/auth/oauth2/authorize', remoteAddress: ip, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: query.toString() });
+  const post = await app.inject({
+    method: 'POST',
+    url: '/api/auth/oauth2/authorize',
+    remoteAddress: ip,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: query.toString(),
+  });
   check429(t, post, 60, 'authorize by POST');
   t.equal((await authorize(newIp())).statusCode, 303, 'another IP is not limited');
 });
@@ -169,7 +274,12 @@ t.test('JSON sign-in: per IP', async (t) => {
   const ip = newIp();
   const flow = await user('signin-ip@example.com');
   for (let i = 0; i < 3; i++) {
-    const res = await json(app, '/api/auth/sign-in', { email: `nobody-${i}@example.com`, password: 'wrong-password' }, ip);
+    const res = await json(
+      app,
+      '/api/auth/sign-in',
+      { email: `nobody-${i}@example.com`, password: 'wrong-password' },
+      ip,
+    );
     t.equal(res.statusCode, 401, `attempt ${i + 1} is judged normally`);
   }
   const res = await json(app, '/api/auth/sign-in', { email: flow.email, password: PASSWORD }, ip);
@@ -185,22 +295,39 @@ t.test('JSON sign-in: per IP', async (t) => {
 t.test('JSON sign-in: per e-mail across IPs, case-insensitive', async (t) => {
   const flow = await user('signin-victim@example.com');
   for (const email of ['signin-victim@example.com', 'Signin-Victim@Example.COM']) {
-    t.equal((await json(app, '/api/auth/sign-in', { email, password: 'wrong-password' }, newIp())).statusCode, 401, email);
+    t.equal(
+      (await json(app, '/api/auth/sign-in', { email, password: 'wrong-password' }, newIp())).statusCode,
+      401,
+      email,
+    );
   }
   const ip = newIp();
   const res = await json(app, '/api/auth/sign-in', { email: 'SIGNIN-VICTIM@EXAMPLE.COM', password: PASSWORD }, ip);
   check429(t, res, 60, 'sign-in per e-mail');
   t.equal(res.json().error, 'TOO_MANY_REQUESTS');
-  t.equal((await json(app, '/api/auth/sign-in', { email: flow.email, password: PASSWORD }, newIp())).statusCode, 429, 'from any IP');
+  t.equal(
+    (await json(app, '/api/auth/sign-in', { email: flow.email, password: PASSWORD }, newIp())).statusCode,
+    429,
+    'from any IP',
+  );
   const bystander = await user('signin-bystander@example.com');
-  t.equal((await json(app, '/api/auth/sign-in', { email: bystander.email, password: PASSWORD }, ip)).statusCode, 200, 'another e-mail from the same IP signs in');
+  t.equal(
+    (await json(app, '/api/auth/sign-in', { email: bystander.email, password: PASSWORD }, ip)).statusCode,
+    200,
+    'another e-mail from the same IP signs in',
+  );
 });
 
 t.test('hosted sign-in page: per IP and per e-mail, an HTML page with status 429', async (t) => {
   const ip = newIp();
   const flow = await user('hosted-signin@example.com');
   for (let i = 0; i < 3; i++) {
-    const res = await hostedPost(app, '/login/sign-in', { email: `hosted-nobody-${i}@example.com`, password: 'wrong-password' }, ip);
+    const res = await hostedPost(
+      app,
+      '/login/sign-in',
+      { email: `hosted-nobody-${i}@example.com`, password: 'wrong-password' },
+      ip,
+    );
     t.equal(res.statusCode, 401, `attempt ${i + 1} shows the form again`);
   }
   const res = await hostedPost(app, '/login/sign-in', { email: flow.email, password: PASSWORD }, ip);
@@ -211,58 +338,133 @@ t.test('hosted sign-in page: per IP and per e-mail, an HTML page with status 429
   t.equal(ok.statusCode, 303, 'another IP signs in');
 
   const victim = await user('hosted-victim@example.com');
-  t.equal((await hostedPost(app, '/login/sign-in', { email: victim.email, password: 'wrong' }, newIp())).statusCode, 401);
-  t.equal((await hostedPost(app, '/login/sign-in', { email: victim.email.toUpperCase(), password: 'wrong' }, newIp())).statusCode, 401);
+  t.equal(
+    (await hostedPost(app, '/login/sign-in', { email: victim.email, password: 'wrong' }, newIp())).statusCode,
+    401,
+  );
+  t.equal(
+    (await hostedPost(app, '/login/sign-in', { email: victim.email.toUpperCase(), password: 'wrong' }, newIp()))
+      .statusCode,
+    401,
+  );
   const byEmail = await hostedPost(app, '/login/sign-in', { email: victim.email, password: PASSWORD }, newIp());
   check429(t, byEmail, 60, 'hosted sign-in per e-mail');
   t.ok(isHtml(byEmail));
 });
 
-t.test('with TRUST_PROXY=true the client address comes from X-Forwarded-For; without it, that header changes nothing', async (t) => {
-  const proxied = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS, TRUST_PROXY: 'true' }, database });
-  const victim = await user('proxy-victim@example.com');
-  const proxy = newIp();
-  for (let i = 0; i < 2; i++) {
-    t.equal((await json(proxied.app, '/api/auth/sign-in', { email: victim.email, password: 'wrong' }, proxy, { 'x-forwarded-for': newIp() })).statusCode, 401);
-  }
-  check429(t, await json(proxied.app, '/api/auth/sign-in', { email: victim.email, password: PASSWORD }, proxy, { 'x-forwarded-for': newIp() }), 60, 'per e-mail across forwarded IPs');
-  // Many forwarded clients behind one proxy are separate clients.
-  for (let i = 0; i < 6; i++) {
-    const res = await json(proxied.app, '/api/auth/sign-in', { email: `proxied-${i}@example.com`, password: 'wrong' }, proxy, { 'x-forwarded-for': newIp() });
-    t.equal(res.statusCode, 401, `forwarded client ${i + 1} has its own count`);
-  }
-  const forwarded = newIp();
-  for (let i = 0; i < 3; i++) await json(proxied.app, '/api/auth/sign-in', { email: `fwd-${i}@example.com`, password: 'wrong' }, proxy, { 'x-forwarded-for': forwarded });
-  check429(t, await json(proxied.app, '/api/auth/sign-in', { email: 'fwd-x@example.com', password: 'wrong' }, proxy, { 'x-forwarded-for': forwarded }), 60, 'per forwarded IP');
+t.test(
+  'with TRUST_PROXY=true the client address comes from X-Forwarded-For; without it, that header changes nothing',
+  async (t) => {
+    const proxied = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS, TRUST_PROXY: 'true' }, database });
+    const victim = await user('proxy-victim@example.com');
+    const proxy = newIp();
+    for (let i = 0; i < 2; i++) {
+      t.equal(
+        (
+          await json(proxied.app, '/api/auth/sign-in', { email: victim.email, password: 'wrong' }, proxy, {
+            'x-forwarded-for': newIp(),
+          })
+        ).statusCode,
+        401,
+      );
+    }
+    check429(
+      t,
+      await json(proxied.app, '/api/auth/sign-in', { email: victim.email, password: PASSWORD }, proxy, {
+        'x-forwarded-for': newIp(),
+      }),
+      60,
+      'per e-mail across forwarded IPs',
+    );
+    // Many forwarded clients behind one proxy are separate clients.
+    for (let i = 0; i < 6; i++) {
+      const res = await json(
+        proxied.app,
+        '/api/auth/sign-in',
+        { email: `proxied-${i}@example.com`, password: 'wrong' },
+        proxy,
+        { 'x-forwarded-for': newIp() },
+      );
+      t.equal(res.statusCode, 401, `forwarded client ${i + 1} has its own count`);
+    }
+    const forwarded = newIp();
+    for (let i = 0; i < 3; i++)
+      await json(proxied.app, '/api/auth/sign-in', { email: `fwd-${i}@example.com`, password: 'wrong' }, proxy, {
+        'x-forwarded-for': forwarded,
+      });
+    check429(
+      t,
+      await json(proxied.app, '/api/auth/sign-in', { email: 'fwd-x@example.com', password: 'wrong' }, proxy, {
+        'x-forwarded-for': forwarded,
+      }),
+      60,
+      'per forwarded IP',
+    );
 
-  // Without TRUST_PROXY a caller cannot escape its IP count by inventing X-Forwarded-For values.
-  const ip = newIp();
-  const codes: number[] = [];
-  for (let i = 0; i < 4; i++) {
-    codes.push((await json(app, '/api/auth/sign-in', { email: `spoof-${i}@example.com`, password: 'wrong' }, ip, { 'x-forwarded-for': newIp() })).statusCode);
-  }
-  t.same(codes, [401, 401, 401, 429], 'X-Forwarded-For is ignored without TRUST_PROXY');
-});
+    // Without TRUST_PROXY a caller cannot escape its IP count by inventing X-Forwarded-For values.
+    const ip = newIp();
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      codes.push(
+        (
+          await json(app, '/api/auth/sign-in', { email: `spoof-${i}@example.com`, password: 'wrong' }, ip, {
+            'x-forwarded-for': newIp(),
+          })
+        ).statusCode,
+      );
+    }
+    t.same(codes, [401, 401, 401, 429], 'X-Forwarded-For is ignored without TRUST_PROXY');
+  },
+);
 
 t.test('sign-up: per IP, JSON and hosted page', async (t) => {
   const ip = newIp();
   for (let i = 0; i < 2; i++) {
-    const res = await json(app, '/api/auth/sign-up', { email: `signup-${i}@example.com`, password: 'a-long-password-1' }, ip);
+    const res = await json(
+      app,
+      '/api/auth/sign-up',
+      { email: `signup-${i}@example.com`, password: 'a-long-password-1' },
+      ip,
+    );
     t.equal(res.statusCode, 201, `sign-up ${i + 1}: ${res.body}`);
   }
-  const res = await json(app, '/api/auth/sign-up', { email: 'signup-2@example.com', password: 'a-long-password-1' }, ip);
+  const res = await json(
+    app,
+    '/api/auth/sign-up',
+    { email: 'signup-2@example.com', password: 'a-long-password-1' },
+    ip,
+  );
   check429(t, res, 60, 'JSON sign-up');
   t.equal(res.json().error, 'TOO_MANY_REQUESTS');
   const created = await database.db.selectFrom('users').select('email').where('email', 'like', 'signup-%').execute();
-  t.same(created.map((u) => u.email).sort(), ['signup-0@example.com', 'signup-1@example.com'], 'the refused sign-up created no account');
-  t.equal((await json(app, '/api/auth/sign-up', { email: 'signup-2@example.com', password: 'a-long-password-1' }, newIp())).statusCode, 201, 'another IP signs up');
+  t.same(
+    created.map((u) => u.email).sort(),
+    ['signup-0@example.com', 'signup-1@example.com'],
+    'the refused sign-up created no account',
+  );
+  t.equal(
+    (await json(app, '/api/auth/sign-up', { email: 'signup-2@example.com', password: 'a-long-password-1' }, newIp()))
+      .statusCode,
+    201,
+    'another IP signs up',
+  );
 
   const pageIp = newIp();
   for (let i = 0; i < 2; i++) {
-    const page = await hostedPost(app, '/login/sign-up', { email: `page-signup-${i}@example.com`, password: 'a-long-password-1', name: 'P' }, pageIp);
+    const page = await hostedPost(
+      app,
+      '/login/sign-up',
+      { email: `page-signup-${i}@example.com`, password: 'a-long-password-1', name: 'P' },
+      pageIp,
+    );
     t.equal(page.statusCode, 303, `hosted sign-up ${i + 1}`);
   }
-  const page = await hostedPost(app, '/login/sign-up', { email: 'page-signup-2@example.com', password: 'a-long-password-1', name: 'P' }, pageIp);
+  const page = await hostedPost(
+    app,
+    '/login/sign-up',
+    { email: 'page-signup-2@example.com', password: 'a-long-password-1', name: 'P' },
+    pageIp,
+  );
   check429(t, page, 60, 'hosted sign-up');
   t.ok(isHtml(page));
 });
@@ -272,7 +474,12 @@ t.test('request-password-reset: per IP and per e-mail (case-insensitive)', async
   const generic = { status: true, message: 'If this email exists in our system, check your email for the reset link' };
   const ip = newIp();
   for (let i = 0; i < 3; i++) {
-    const res = await json(app, '/api/auth/request-password-reset', { email: `reset-ip-${i}@example.com`, redirectTo }, ip);
+    const res = await json(
+      app,
+      '/api/auth/request-password-reset',
+      { email: `reset-ip-${i}@example.com`, redirectTo },
+      ip,
+    );
     t.equal(res.statusCode, 200, `request ${i + 1}`);
     t.same(res.json(), generic);
   }
@@ -282,12 +489,27 @@ t.test('request-password-reset: per IP and per e-mail (case-insensitive)', async
 
   const target = await user('reset-target@example.com');
   for (const email of ['reset-target@example.com', 'Reset-Target@Example.com']) {
-    t.same((await json(app, '/api/auth/request-password-reset', { email, redirectTo }, newIp())).json(), generic, email);
+    t.same(
+      (await json(app, '/api/auth/request-password-reset', { email, redirectTo }, newIp())).json(),
+      generic,
+      email,
+    );
   }
-  const byEmail = await json(app, '/api/auth/request-password-reset', { email: 'RESET-TARGET@EXAMPLE.COM', redirectTo }, newIp());
+  const byEmail = await json(
+    app,
+    '/api/auth/request-password-reset',
+    { email: 'RESET-TARGET@EXAMPLE.COM', redirectTo },
+    newIp(),
+  );
   check429(t, byEmail, 60, 'reset request per e-mail');
   t.equal(byEmail.json().error, 'TOO_MANY_REQUESTS');
-  t.same((await json(app, '/api/auth/request-password-reset', { email: 'someone-else@example.com', redirectTo }, newIp())).json(), generic, 'another e-mail is not limited');
+  t.same(
+    (
+      await json(app, '/api/auth/request-password-reset', { email: 'someone-else@example.com', redirectTo }, newIp())
+    ).json(),
+    generic,
+    'another e-mail is not limited',
+  );
 
   await app.services.recovery.drain();
   const tokens = await database.db
@@ -312,19 +534,40 @@ t.test('request-password-reset: per IP and per e-mail (case-insensitive)', async
 t.test('reset-password: per IP over 15 minutes, JSON and hosted page', async (t) => {
   const ip = newIp();
   for (let i = 0; i < 3; i++) {
-    const res = await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip);
+    const res = await json(
+      app,
+      '/api/auth/reset-password',
+      { token: 'x'.repeat(43), newPassword: 'a-new-password-1' },
+      ip,
+    );
     t.equal(res.statusCode, 400, `attempt ${i + 1}`);
     t.equal(res.json().error, 'INVALID_TOKEN');
   }
-  const res = await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip);
+  const res = await json(
+    app,
+    '/api/auth/reset-password',
+    { token: 'x'.repeat(43), newPassword: 'a-new-password-1' },
+    ip,
+  );
   check429(t, res, 900, 'reset-password');
   t.ok(Number(res.headers['retry-after']) > 60, 'the 15-minute window, not a minute');
   t.equal(res.json().error, 'TOO_MANY_REQUESTS');
-  t.equal((await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, newIp())).json().error, 'INVALID_TOKEN', 'another IP is not limited');
+  t.equal(
+    (
+      await json(app, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, newIp())
+    ).json().error,
+    'INVALID_TOKEN',
+    'another IP is not limited',
+  );
 
   const pageIp = newIp();
   const fields = { token: 'x'.repeat(43), newPassword: 'a-new-password-1', confirmPassword: 'a-new-password-1' };
-  for (let i = 0; i < 3; i++) t.equal((await hostedPost(app, '/login/reset-password', fields, pageIp)).statusCode, 400, `hosted attempt ${i + 1}`);
+  for (let i = 0; i < 3; i++)
+    t.equal(
+      (await hostedPost(app, '/login/reset-password', fields, pageIp)).statusCode,
+      400,
+      `hosted attempt ${i + 1}`,
+    );
   const page = await hostedPost(app, '/login/reset-password', fields, pageIp);
   check429(t, page, 900, 'hosted reset-password');
   t.ok(isHtml(page));
@@ -333,8 +576,20 @@ t.test('reset-password: per IP over 15 minutes, JSON and hosted page', async (t)
 t.test('/api/external/me and UserInfo: per access token', async (t) => {
   const flow = await user('bearer-limit@example.com');
   const ip = newIp();
-  const me = (accessToken: string) => app.inject({ method: 'GET', url: '/api/external/me', remoteAddress: ip, headers: { authorization: `Bearer ${accessToken}` } });
-  const info = (accessToken: string) => app.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', remoteAddress: ip, headers: { authorization: `Bearer ${accessToken}` } });
+  const me = (accessToken: string) =>
+    app.inject({
+      method: 'GET',
+      url: '/api/external/me',
+      remoteAddress: ip,
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+  const info = (accessToken: string) =>
+    app.inject({
+      method: 'GET',
+      url: '/api/auth/oauth2/userinfo',
+      remoteAddress: ip,
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
 
   const a = (await obtainTokens(open.app, flow)).tokens.access_token;
   const b = (await obtainTokens(open.app, flow)).tokens.access_token;
@@ -364,19 +619,83 @@ t.test('RATE_LIMITS=off: far more requests than the limits all pass, and the sta
   const flow = await user('off-limits@example.com');
   const { tokens } = await obtainTokens(open.app, flow);
   const statuses = new Map<string, number[]>();
-  const record = (what: string, res: LightMyRequestResponse) => statuses.set(what, [...(statuses.get(what) ?? []), res.statusCode]);
-  const query = new URLSearchParams({ client_id: client.clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', code_challenge: s256Challenge('v'.repeat(43)), code_challenge_method: 'S256' });
+  const record = (what: string, res: LightMyRequestResponse) =>
+    statuses.set(what, [...(statuses.get(what) ?? []), res.statusCode]);
+  const query = new URLSearchParams({
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    scope: 'openid',
+    code_challenge: s256Challenge('v'.repeat(43)),
+    code_challenge_method: 'S256',
+  });
   for (let i = 0; i < 6; i++) {
     record('token', await token(garbageRefresh(client.clientId), ip, server));
-    record('cookie token', await form(server, '/api/auth/oauth2/token/cookie', { grant_type: 'authorization_code', code: 'nope', code_verifier: 'v'.repeat(43), client_id: client.clientId, redirect_uri: redirectUri }, ip, { origin: ORIGIN }));
-    record('authorize', await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, remoteAddress: ip }));
-    record('sign-in', await json(server, '/api/auth/sign-in', { email: flow.email, password: i === 5 ? PASSWORD : 'wrong' }, ip));
+    record(
+      'cookie token',
+      await form(
+        server,
+        '/api/auth/oauth2/token/cookie',
+        {
+          grant_type: 'authorization_code',
+          code: 'nope',
+          code_verifier: 'v'.repeat(43),
+          client_id: client.clientId,
+          redirect_uri: redirectUri,
+        },
+        ip,
+        { origin: ORIGIN },
+      ),
+    );
+    record(
+      'authorize',
+      await server.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, remoteAddress: ip }),
+    );
+    record(
+      'sign-in',
+      await json(server, '/api/auth/sign-in', { email: flow.email, password: i === 5 ? PASSWORD : 'wrong' }, ip),
+    );
     record('hosted sign-in', await hostedPost(server, '/login/sign-in', { email: flow.email, password: 'wrong' }, ip));
-    record('sign-up', await json(server, '/api/auth/sign-up', { email: `off-signup-${i}@example.com`, password: 'a-long-password-1' }, ip));
-    record('reset request', await json(server, '/api/auth/request-password-reset', { email: flow.email, redirectTo: `${ORIGIN}/login/reset-password` }, ip));
-    record('reset-password', await json(server, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip));
-    record('me', await server.inject({ method: 'GET', url: '/api/external/me', remoteAddress: ip, headers: { authorization: `Bearer ${tokens.access_token}` } }));
-    record('userinfo', await server.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', remoteAddress: ip, headers: { authorization: `Bearer ${tokens.access_token}` } }));
+    record(
+      'sign-up',
+      await json(
+        server,
+        '/api/auth/sign-up',
+        { email: `off-signup-${i}@example.com`, password: 'a-long-password-1' },
+        ip,
+      ),
+    );
+    record(
+      'reset request',
+      await json(
+        server,
+        '/api/auth/request-password-reset',
+        { email: flow.email, redirectTo: `${ORIGIN}/login/reset-password` },
+        ip,
+      ),
+    );
+    record(
+      'reset-password',
+      await json(server, '/api/auth/reset-password', { token: 'x'.repeat(43), newPassword: 'a-new-password-1' }, ip),
+    );
+    record(
+      'me',
+      await server.inject({
+        method: 'GET',
+        url: '/api/external/me',
+        remoteAddress: ip,
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+      }),
+    );
+    record(
+      'userinfo',
+      await server.inject({
+        method: 'GET',
+        url: '/api/auth/oauth2/userinfo',
+        remoteAddress: ip,
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+      }),
+    );
   }
   await server.services.recovery.drain();
   const expected: Record<string, number[]> = {
@@ -393,10 +712,14 @@ t.test('RATE_LIMITS=off: far more requests than the limits all pass, and the sta
   };
   t.same(Object.fromEntries(statuses), expected, 'no 429 anywhere');
 
-  const warnings = off.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 40 && /rate limit/i.test(l.msg) && /off/i.test(l.msg));
+  const warnings = off.logs.lines
+    .map((l) => JSON.parse(l) as { level: number; msg: string })
+    .filter((l) => l.level >= 40 && /rate limit/i.test(l.msg) && /off/i.test(l.msg));
   t.equal(warnings.length, 1, 'one warning at start that rate limits are off');
   t.match(warnings[0]?.msg, /RATE_LIMITS=off/);
-  const onWarnings = limited.logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => /rate limits are off/i.test(l.msg));
+  const onWarnings = limited.logs.lines
+    .map((l) => JSON.parse(l) as { level: number; msg: string })
+    .filter((l) => /rate limits are off/i.test(l.msg));
   t.same(onWarnings, [], 'no such warning when they are on');
 });
 
@@ -410,7 +733,20 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
     }
     return undefined;
   };
-  for (const bad of ['0/60', '5/0', 'abc', '5', '/60', '5/', '-1/60', '1.5/60', '5/60/2', '5 / 60', '5/60s', '10000000/60']) {
+  for (const bad of [
+    '0/60',
+    '5/0',
+    'abc',
+    '5',
+    '/60',
+    '5/',
+    '-1/60',
+    '1.5/60',
+    '5/60/2',
+    '5 / 60',
+    '5/60s',
+    '10000000/60',
+  ]) {
     const result = problemNames({ RATE_LIMITS: 'on', RATE_LIMIT_TOKEN: bad });
     t.ok(result, `${bad} is refused`);
     t.same(result?.names, ['RATE_LIMIT_TOKEN'], `${bad}: the variable is named`);
@@ -465,7 +801,13 @@ const merge = (jar: Record<string, string>, res: LightMyRequestResponse) => {
 };
 
 /** A browser (cookie jar at one address) signing in on the hosted page. */
-async function pageSignIn(server: FastifyInstance, jar: Record<string, string>, email: string, password: string, ip: string) {
+async function pageSignIn(
+  server: FastifyInstance,
+  jar: Record<string, string>,
+  email: string,
+  password: string,
+  ip: string,
+) {
   const form = await server.inject({ method: 'GET', url: '/login/sign-in', cookies: jar, remoteAddress: ip });
   const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
   const withCsrf = merge(jar, form);
@@ -490,16 +832,20 @@ const GUARDED = {
   SIGN_IN_DELAY_MAX: '2',
 };
 
-t.test('a flood of failed sign-ins from elsewhere does not stop the owner\'s browser (device cookie)', async (t) => {
+t.test("a flood of failed sign-ins from elsewhere does not stop the owner's browser (device cookie)", async (t) => {
   // Long delays here, so that "the account is in a delay" holds for the whole test.
-  const guarded = (await buildTestApp(t, { env: { ...GUARDED, SIGN_IN_DELAY_FIRST: '30', SIGN_IN_DELAY_MAX: '30' }, database })).app;
+  const guarded = (
+    await buildTestApp(t, { env: { ...GUARDED, SIGN_IN_DELAY_FIRST: '30', SIGN_IN_DELAY_MAX: '30' }, database })
+  ).app;
   const victim = await user('device-owner@example.com');
   const home = newIp();
 
   // The owner signs in once from this browser: a device cookie for the login path, kept a long time.
   const first = await pageSignIn(guarded, {}, victim.email, PASSWORD, home);
   t.equal(first.res.statusCode, 303, 'the owner signs in');
-  const device = (first.res.cookies as Array<{ name: string; value: string; path?: string; httpOnly?: boolean; maxAge?: number }>).find((c) => c.name === 'idp.device');
+  const device = (
+    first.res.cookies as Array<{ name: string; value: string; path?: string; httpOnly?: boolean; maxAge?: number }>
+  ).find((c) => c.name === 'idp.device');
   t.ok(device, 'a device cookie is set on a successful sign-in');
   t.equal(device?.path, '/login/sign-in', 'on the sign-in path of the hosted pages');
   t.equal(device?.httpOnly, true, 'HttpOnly');
@@ -508,7 +854,14 @@ t.test('a flood of failed sign-ins from elsewhere does not stop the owner\'s bro
 
   // Signing out ends the session, not the device cookie.
   const csrf = first.jar['idp.csrf']!;
-  const out = await guarded.inject({ method: 'POST', url: '/login/sign-out', remoteAddress: home, cookies: first.jar, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf }).toString() });
+  const out = await guarded.inject({
+    method: 'POST',
+    url: '/login/sign-out',
+    remoteAddress: home,
+    cookies: first.jar,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ csrf }).toString(),
+  });
   t.equal(out.statusCode, 200);
   const browser = merge(first.jar, out);
   t.ok(browser['idp.device'], 'the device cookie outlives sign-out');
@@ -516,10 +869,21 @@ t.test('a flood of failed sign-ins from elsewhere does not stop the owner\'s bro
 
   // Someone who knows the address guesses from many addresses.
   const flood: number[] = [];
-  for (let i = 0; i < 20; i++) flood.push((await json(guarded, '/api/auth/sign-in', { email: victim.email, password: `guess-${i}` }, newIp())).statusCode);
+  for (let i = 0; i < 20; i++)
+    flood.push(
+      (await json(guarded, '/api/auth/sign-in', { email: victim.email, password: `guess-${i}` }, newIp())).statusCode,
+    );
   t.same(flood.slice(0, 3), [401, 401, 401], 'the free failures, and the one that opens the delay');
-  t.ok(flood.slice(3).every((c) => c === 429), `then 429 for every unknown browser (${flood.join(',')})`);
-  check429(t, await pageSignIn(guarded, {}, victim.email, PASSWORD, newIp()).then((r) => r.res), 30, 'even the right password from an unknown browser waits');
+  t.ok(
+    flood.slice(3).every((c) => c === 429),
+    `then 429 for every unknown browser (${flood.join(',')})`,
+  );
+  check429(
+    t,
+    await pageSignIn(guarded, {}, victim.email, PASSWORD, newIp()).then((r) => r.res),
+    30,
+    'even the right password from an unknown browser waits',
+  );
 
   // The owner's browser is judged by its own budget: a typo is a plain 401, the right password works.
   const typo = await pageSignIn(guarded, browser, victim.email, 'my-typo', home);
@@ -530,7 +894,8 @@ t.test('a flood of failed sign-ins from elsewhere does not stop the owner\'s bro
 
   // A device cookie is for the account it names: another account gets no trust from it.
   const other = await user('device-bystander@example.com');
-  for (let i = 0; i < 5; i++) await json(guarded, '/api/auth/sign-in', { email: other.email, password: `guess-${i}` }, newIp());
+  for (let i = 0; i < 5; i++)
+    await json(guarded, '/api/auth/sign-in', { email: other.email, password: `guess-${i}` }, newIp());
   const notTrusted = await pageSignIn(guarded, again.jar, other.email, PASSWORD, newIp());
   t.equal(notTrusted.res.statusCode, 429, 'the cookie gives no trust for another account');
 
@@ -542,99 +907,174 @@ t.test('a flood of failed sign-ins from elsewhere does not stop the owner\'s bro
     own.push(r.res.statusCode);
     jar = r.jar;
   }
-  t.same(own, [401, 401, 429], 'the trusted browser has a budget of its own; past it the account\'s delay applies');
+  t.same(own, [401, 401, 429], "the trusted browser has a budget of its own; past it the account's delay applies");
 
   // The JSON sign-in sets its own device cookie, scoped to its path, and honours it the same way.
   const api = await user('device-api@example.com');
   const apiOk = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp());
   t.equal(apiOk.statusCode, 200);
-  const apiDevice = (apiOk.cookies as Array<{ name: string; value: string; path?: string }>).find((c) => c.name === 'idp.device');
-  t.equal(apiDevice?.path, '/api/auth/sign-in', 'the JSON sign-in\'s device cookie is on its own path');
-  for (let i = 0; i < 5; i++) await json(guarded, '/api/auth/sign-in', { email: api.email, password: `guess-${i}` }, newIp());
-  check429(t, await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp()), 30, 'an unknown client waits');
-  const trustedApi = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp(), { cookie: `idp.device=${apiDevice?.value}` });
+  const apiDevice = (apiOk.cookies as Array<{ name: string; value: string; path?: string }>).find(
+    (c) => c.name === 'idp.device',
+  );
+  t.equal(apiDevice?.path, '/api/auth/sign-in', "the JSON sign-in's device cookie is on its own path");
+  for (let i = 0; i < 5; i++)
+    await json(guarded, '/api/auth/sign-in', { email: api.email, password: `guess-${i}` }, newIp());
+  check429(
+    t,
+    await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp()),
+    30,
+    'an unknown client waits',
+  );
+  const trustedApi = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp(), {
+    cookie: `idp.device=${apiDevice?.value}`,
+  });
   t.equal(trustedApi.statusCode, 200, 'the JSON sign-in with its device cookie is not delayed');
-  const forged = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp(), { cookie: `idp.device=${apiDevice?.value.slice(0, -2)}xx` });
+  const forged = await json(guarded, '/api/auth/sign-in', { email: api.email, password: PASSWORD }, newIp(), {
+    cookie: `idp.device=${apiDevice?.value.slice(0, -2)}xx`,
+  });
   t.equal(forged.statusCode, 429, 'a forged device cookie gives no trust');
 });
 
-t.test('without a device cookie the owner gets short, growing delays, not a long block; successes do not count', async (t) => {
-  const guarded = (await buildTestApp(t, { env: GUARDED, database })).app;
-  const victim = await user('delayed-owner@example.com');
-  const attempt = (password: string) => json(guarded, '/api/auth/sign-in', { email: victim.email, password }, newIp());
+t.test(
+  'without a device cookie the owner gets short, growing delays, not a long block; successes do not count',
+  async (t) => {
+    const guarded = (await buildTestApp(t, { env: GUARDED, database })).app;
+    const victim = await user('delayed-owner@example.com');
+    const attempt = (password: string) =>
+      json(guarded, '/api/auth/sign-in', { email: victim.email, password }, newIp());
 
-  // Successful sign-ins are not failures: far more than the 3 free failures, all 200.
-  const successes: number[] = [];
-  for (let i = 0; i < 6; i++) successes.push((await attempt(PASSWORD)).statusCode);
-  t.same(successes, [200, 200, 200, 200, 200, 200], 'successful sign-ins do not count');
+    // Successful sign-ins are not failures: far more than the 3 free failures, all 200.
+    const successes: number[] = [];
+    for (let i = 0; i < 6; i++) successes.push((await attempt(PASSWORD)).statusCode);
+    t.same(successes, [200, 200, 200, 200, 200, 200], 'successful sign-ins do not count');
 
-  // Failures 1 and 2 are free; the 3rd opens a 1 s delay, the 4th 2 s, then 2 s (the maximum here).
-  t.same([(await attempt('wrong-1')).statusCode, (await attempt('wrong-2')).statusCode, (await attempt('wrong-3')).statusCode], [401, 401, 401]);
-  const first = await attempt('wrong-4');
-  check429(t, first, 2, 'during the first delay');
-  t.equal(first.headers['retry-after'], '1', 'the first delay is 1 s');
-  t.equal(first.json().error, 'TOO_MANY_REQUESTS');
-  await sleep(1_100);
-  t.equal((await attempt('wrong-4')).statusCode, 401, 'after the delay the next guess is judged');
-  const second = await attempt('wrong-5');
-  t.equal(second.headers['retry-after'], '2', 'the next delay is longer');
-  await sleep(2_100);
-  t.equal((await attempt('wrong-5')).statusCode, 401);
-  const third = await attempt('wrong-6');
-  check429(t, third, 2, 'the delays stop growing at SIGN_IN_DELAY_MAX');
+    // Failures 1 and 2 are free; the 3rd opens a 1 s delay, the 4th 2 s, then 2 s (the maximum here).
+    t.same(
+      [
+        (await attempt('wrong-1')).statusCode,
+        (await attempt('wrong-2')).statusCode,
+        (await attempt('wrong-3')).statusCode,
+      ],
+      [401, 401, 401],
+    );
+    const first = await attempt('wrong-4');
+    check429(t, first, 2, 'during the first delay');
+    t.equal(first.headers['retry-after'], '1', 'the first delay is 1 s');
+    t.equal(first.json().error, 'TOO_MANY_REQUESTS');
+    await sleep(1_100);
+    t.equal((await attempt('wrong-4')).statusCode, 401, 'after the delay the next guess is judged');
+    const second = await attempt('wrong-5');
+    t.equal(second.headers['retry-after'], '2', 'the next delay is longer');
+    await sleep(2_100);
+    t.equal((await attempt('wrong-5')).statusCode, 401);
+    const third = await attempt('wrong-6');
+    check429(t, third, 2, 'the delays stop growing at SIGN_IN_DELAY_MAX');
 
-  // The owner, in a new browser, waits out the delay and signs in: no long block.
-  const owner = await attempt(PASSWORD);
-  check429(t, owner, 2, 'the owner from an unknown browser waits at most SIGN_IN_DELAY_MAX');
-  await sleep(Math.min(Number(owner.headers['retry-after']) || 0, 3) * 1000 + 100);
-  t.equal((await attempt(PASSWORD)).statusCode, 200, 'and then signs in');
+    // The owner, in a new browser, waits out the delay and signs in: no long block.
+    const owner = await attempt(PASSWORD);
+    check429(t, owner, 2, 'the owner from an unknown browser waits at most SIGN_IN_DELAY_MAX');
+    await sleep(Math.min(Number(owner.headers['retry-after']) || 0, 3) * 1000 + 100);
+    t.equal((await attempt(PASSWORD)).statusCode, 200, 'and then signs in');
 
-  // Parallel guesses cannot slip past the count: one fresh account, ten guesses at once.
-  const burst = await user('burst-target@example.com');
-  const codes = await Promise.all(Array.from({ length: 10 }, (_, i) => json(guarded, '/api/auth/sign-in', { email: burst.email, password: `burst-${i}` }, newIp()).then((r) => r.statusCode)));
-  t.equal(codes.filter((c) => c === 401).length, 3, `3 guesses judged (2 free, 1 opening the delay), the rest refused (${codes.join(',')})`);
+    // Parallel guesses cannot slip past the count: one fresh account, ten guesses at once.
+    const burst = await user('burst-target@example.com');
+    const codes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        json(guarded, '/api/auth/sign-in', { email: burst.email, password: `burst-${i}` }, newIp()).then(
+          (r) => r.statusCode,
+        ),
+      ),
+    );
+    t.equal(
+      codes.filter((c) => c === 401).length,
+      3,
+      `3 guesses judged (2 free, 1 opening the delay), the rest refused (${codes.join(',')})`,
+    );
 
-  // Unknown addresses behave the same (nothing tells whether an account exists).
-  const series = async (email: string) => {
-    const out: number[] = [];
-    for (let i = 0; i < 5; i++) out.push((await json(guarded, '/api/auth/sign-in', { email, password: `x-${i}` }, newIp())).statusCode);
-    return out;
-  };
-  const known = await user('existing-target@example.com');
-  t.same(await series('no-such-account@example.com'), await series(known.email), 'the same answers for an unknown address');
-});
+    // Unknown addresses behave the same (nothing tells whether an account exists).
+    const series = async (email: string) => {
+      const out: number[] = [];
+      for (let i = 0; i < 5; i++)
+        out.push((await json(guarded, '/api/auth/sign-in', { email, password: `x-${i}` }, newIp())).statusCode);
+      return out;
+    };
+    const known = await user('existing-target@example.com');
+    t.same(
+      await series('no-such-account@example.com'),
+      await series(known.email),
+      'the same answers for an unknown address',
+    );
+  },
+);
 
 t.test('the verification resend is limited per account and per IP, with the cooldown on the page', async (t) => {
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  const guarded = (await buildTestApp(t, { env: { ...GUARDED, SMTP_URL: smtp.url, RATE_LIMIT_RESEND_ACCOUNT: '2/900', RATE_LIMIT_RESEND_IP: '3/900', RATE_LIMIT_SIGN_UP_IP: '10/60' }, database })).app;
+  const guarded = (
+    await buildTestApp(t, {
+      env: {
+        ...GUARDED,
+        SMTP_URL: smtp.url,
+        RATE_LIMIT_RESEND_ACCOUNT: '2/900',
+        RATE_LIMIT_RESEND_IP: '3/900',
+        RATE_LIMIT_SIGN_UP_IP: '10/60',
+      },
+      database,
+    })
+  ).app;
   const ip = newIp();
 
   async function signUp(email: string, from: string) {
     const page = await guarded.inject({ method: 'GET', url: '/login/sign-up', remoteAddress: from });
     const jar = merge({}, page);
     const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
-    const res = await guarded.inject({ method: 'POST', url: '/login/sign-up', remoteAddress: from, cookies: jar, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf, email, password: 'a-long-password-1', name: 'R' }).toString() });
+    const res = await guarded.inject({
+      method: 'POST',
+      url: '/login/sign-up',
+      remoteAddress: from,
+      cookies: jar,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ csrf, email, password: 'a-long-password-1', name: 'R' }).toString(),
+    });
     t.equal(res.statusCode, 303, `${email} signs up`);
     return { jar: merge(jar, res), csrf };
   }
   const resend = (browser: { jar: Record<string, string>; csrf: string }, from: string) =>
-    guarded.inject({ method: 'POST', url: '/login/verify-email/resend', remoteAddress: from, cookies: browser.jar, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf: browser.csrf }).toString() });
+    guarded.inject({
+      method: 'POST',
+      url: '/login/verify-email/resend',
+      remoteAddress: from,
+      cookies: browser.jar,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ csrf: browser.csrf }).toString(),
+    });
 
   const alice = await signUp('resend-alice@example.com', ip);
   const sent = [await resend(alice, ip), await resend(alice, newIp())];
-  t.same(sent.map((r) => r.statusCode), [200, 200], 'two resends pass');
+  t.same(
+    sent.map((r) => r.statusCode),
+    [200, 200],
+    'two resends pass',
+  );
   const limited = await resend(alice, newIp());
   check429(t, limited, 900, 'a third resend for the account');
   t.ok(isHtml(limited), 'an HTML page');
   const seconds = limited.headers['retry-after'];
   t.match(limited.body, new RegExp(`You can ask again in ${seconds} seconds?`), 'the page says when to ask again');
   await guarded.services.mailer.drain();
-  t.equal(smtp.mails.filter((m) => m.to.includes('resend-alice@example.com')).length, 3, 'the sign-up mail and two resends, no more');
+  t.equal(
+    smtp.mails.filter((m) => m.to.includes('resend-alice@example.com')).length,
+    3,
+    'the sign-up mail and two resends, no more',
+  );
 
   // Per IP (3 here): other accounts from the same address share the IP's budget.
   const bob = await signUp('resend-bob@example.com', ip);
-  t.same([(await resend(bob, ip)).statusCode, (await resend(bob, ip)).statusCode], [200, 200], 'the IP\'s second and third resends');
+  t.same(
+    [(await resend(bob, ip)).statusCode, (await resend(bob, ip)).statusCode],
+    [200, 200],
+    "the IP's second and third resends",
+  );
   const carol = await signUp('resend-carol@example.com', ip);
   const byIp = await resend(carol, ip);
   check429(t, byIp, 900, 'resends per IP, for an account that has not asked yet');
@@ -642,58 +1082,130 @@ t.test('the verification resend is limited per account and per IP, with the cool
 });
 
 t.test('sign-up mail is limited per target address (and per IP), with the cooldown in the answer', async (t) => {
-  const guarded = (await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_SIGN_UP_EMAIL: '2/3600', RATE_LIMIT_SIGN_UP_IP: '10/60' }, database })).app;
+  const guarded = (
+    await buildTestApp(t, {
+      env: { ...GUARDED, RATE_LIMIT_SIGN_UP_EMAIL: '2/3600', RATE_LIMIT_SIGN_UP_IP: '10/60' },
+      database,
+    })
+  ).app;
   const target = 'Flooded-Inbox@example.com';
   const codes = [];
-  for (const email of [target, target.toLowerCase()]) codes.push((await json(guarded, '/api/auth/sign-up', { email, password: 'a-long-password-1' }, newIp())).statusCode);
+  for (const email of [target, target.toLowerCase()])
+    codes.push(
+      (await json(guarded, '/api/auth/sign-up', { email, password: 'a-long-password-1' }, newIp())).statusCode,
+    );
   t.same(codes, [201, 409], 'the first sign-up, then the address is taken');
-  const limited = await json(guarded, '/api/auth/sign-up', { email: target.toUpperCase(), password: 'a-long-password-1' }, newIp());
+  const limited = await json(
+    guarded,
+    '/api/auth/sign-up',
+    { email: target.toUpperCase(), password: 'a-long-password-1' },
+    newIp(),
+  );
   check429(t, limited, 3600, 'a third sign-up for the same address from anywhere');
   t.equal(limited.json().error, 'TOO_MANY_REQUESTS');
   t.match(limited.json().message, /try again in \d+ seconds?/);
 
   const pageTarget = 'page-flooded@example.com';
-  for (let i = 0; i < 2; i++) await hostedPost(guarded, '/login/sign-up', { email: pageTarget, password: 'a-long-password-1', name: 'P' }, newIp());
-  const page = await hostedPost(guarded, '/login/sign-up', { email: pageTarget, password: 'a-long-password-1', name: 'P' }, newIp());
+  for (let i = 0; i < 2; i++)
+    await hostedPost(
+      guarded,
+      '/login/sign-up',
+      { email: pageTarget, password: 'a-long-password-1', name: 'P' },
+      newIp(),
+    );
+  const page = await hostedPost(
+    guarded,
+    '/login/sign-up',
+    { email: pageTarget, password: 'a-long-password-1', name: 'P' },
+    newIp(),
+  );
   check429(t, page, 3600, 'the hosted sign-up for the same address');
   t.ok(isHtml(page));
-  t.match(page.body, new RegExp(`try again in ${page.headers['retry-after']} seconds?`), 'the page says when to try again');
+  t.match(
+    page.body,
+    new RegExp(`try again in ${page.headers['retry-after']} seconds?`),
+    'the page says when to try again',
+  );
 });
 
-t.test('token endpoints: per IP before the client lookup; made-up client_ids never evict a real client\'s window', async (t) => {
-  const guarded = await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_TOKEN: '3/60', RATE_LIMIT_TOKEN_IP: '1000/60', RATE_LIMIT_MAX_KEYS: '100' }, database });
-  const server = guarded.app;
-  const ip = newIp();
-  for (let i = 0; i < 3; i++) t.equal((await token(garbageRefresh(client.clientId), ip, server)).json().error, 'invalid_grant');
-  check429(t, await token(garbageRefresh(client.clientId), ip, server), 60, 'the real client\'s window is exhausted');
+t.test(
+  "token endpoints: per IP before the client lookup; made-up client_ids never evict a real client's window",
+  async (t) => {
+    const guarded = await buildTestApp(t, {
+      env: { ...GUARDED, RATE_LIMIT_TOKEN: '3/60', RATE_LIMIT_TOKEN_IP: '1000/60', RATE_LIMIT_MAX_KEYS: '100' },
+      database,
+    });
+    const server = guarded.app;
+    const ip = newIp();
+    for (let i = 0; i < 3; i++)
+      t.equal((await token(garbageRefresh(client.clientId), ip, server)).json().error, 'invalid_grant');
+    check429(t, await token(garbageRefresh(client.clientId), ip, server), 60, "the real client's window is exhausted");
 
-  const before = server.rateLimiters.TOKEN.store.size;
-  const junkIp = newIp();
-  for (let i = 0; i < 300; i++) {
-    const res = await token(garbageRefresh(`made-up-${i}-${'z'.repeat(20)}`), i % 2 ? junkIp : ip, server);
-    if (res.statusCode !== 401) t.fail(`made-up client ${i}: ${res.statusCode} ${res.body}`);
-  }
-  t.equal(server.rateLimiters.TOKEN.store.size, before, 'made-up client_ids make no per-client keys');
-  t.ok(server.rateLimiters.TOKEN_IP.store.size <= 100, 'the per-IP store is bounded on its own');
-  check429(t, await token(garbageRefresh(client.clientId), ip, server), 60, 'the real client\'s exhausted window survived the flood');
+    const before = server.rateLimiters.TOKEN.store.size;
+    const junkIp = newIp();
+    for (let i = 0; i < 300; i++) {
+      const res = await token(garbageRefresh(`made-up-${i}-${'z'.repeat(20)}`), i % 2 ? junkIp : ip, server);
+      if (res.statusCode !== 401) t.fail(`made-up client ${i}: ${res.statusCode} ${res.body}`);
+    }
+    t.equal(server.rateLimiters.TOKEN.store.size, before, 'made-up client_ids make no per-client keys');
+    t.ok(server.rateLimiters.TOKEN_IP.store.size <= 100, 'the per-IP store is bounded on its own');
+    check429(
+      t,
+      await token(garbageRefresh(client.clientId), ip, server),
+      60,
+      "the real client's exhausted window survived the flood",
+    );
 
-  // The per-IP rule is counted before the client is looked up.
-  const tight = (await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_TOKEN_IP: '5/60' }, database })).app;
-  const flooder = newIp();
-  const statuses: number[] = [];
-  for (let i = 0; i < 6; i++) statuses.push((await token(garbageRefresh(`junk-${i}`), flooder, tight)).statusCode);
-  t.same(statuses, [401, 401, 401, 401, 401, 429], 'made-up client_ids from one IP hit the per-IP limit');
-  const cookieFlood = await form(tight, '/api/auth/oauth2/token/cookie', { grant_type: 'authorization_code', code: 'nope', code_verifier: 'v'.repeat(43), client_id: 'junk-cookie', redirect_uri: redirectUri }, flooder, { origin: ORIGIN });
-  check429(t, cookieFlood, 60, 'the cookie token endpoint shares it');
-  t.equal(cookieFlood.json().error, 'temporarily_unavailable');
-});
+    // The per-IP rule is counted before the client is looked up.
+    const tight = (await buildTestApp(t, { env: { ...GUARDED, RATE_LIMIT_TOKEN_IP: '5/60' }, database })).app;
+    const flooder = newIp();
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await token(garbageRefresh(`junk-${i}`), flooder, tight)).statusCode);
+    t.same(statuses, [401, 401, 401, 401, 401, 429], 'made-up client_ids from one IP hit the per-IP limit');
+    const cookieFlood = await form(
+      tight,
+      '/api/auth/oauth2/token/cookie',
+      {
+        grant_type: 'authorization_code',
+        code: 'nope',
+        code_verifier: 'v'.repeat(43),
+        client_id: 'junk-cookie',
+        redirect_uri: redirectUri,
+      },
+      flooder,
+      { origin: ORIGIN },
+    );
+    check429(t, cookieFlood, 60, 'the cookie token endpoint shares it');
+    t.equal(cookieFlood.json().error, 'temporarily_unavailable');
+  },
+);
 
 t.test('IPv6 clients are keyed by their /64', async (t) => {
   const guarded = (await buildTestApp(t, { env: GUARDED, database })).app;
   const prefix = `2001:db8:${(nextIp++).toString(16)}:1`;
   for (let i = 1; i <= 3; i++) {
-    t.equal((await json(guarded, '/api/auth/sign-in', { email: `v6-${i}@example.com`, password: 'wrong' }, `${prefix}::${i}`)).statusCode, 401, `address ${i} of the /64`);
+    t.equal(
+      (await json(guarded, '/api/auth/sign-in', { email: `v6-${i}@example.com`, password: 'wrong' }, `${prefix}::${i}`))
+        .statusCode,
+      401,
+      `address ${i} of the /64`,
+    );
   }
-  check429(t, await json(guarded, '/api/auth/sign-in', { email: 'v6-4@example.com', password: 'wrong' }, `${prefix}:ffff:ffff:ffff:ffff`), 60, 'another address in the same /64 shares the count');
-  t.equal((await json(guarded, '/api/auth/sign-in', { email: 'v6-5@example.com', password: 'wrong' }, `${prefix}0::1`)).statusCode, 401, 'the next /64 has its own');
+  check429(
+    t,
+    await json(
+      guarded,
+      '/api/auth/sign-in',
+      { email: 'v6-4@example.com', password: 'wrong' },
+      `${prefix}:ffff:ffff:ffff:ffff`,
+    ),
+    60,
+    'another address in the same /64 shares the count',
+  );
+  t.equal(
+    (await json(guarded, '/api/auth/sign-in', { email: 'v6-5@example.com', password: 'wrong' }, `${prefix}0::1`))
+      .statusCode,
+    401,
+    'the next /64 has its own',
+  );
 });

@@ -5,7 +5,15 @@ import { execFile } from 'node:child_process';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildTestApp } from '../helpers/app.js';
 import { startTestServer } from '../helpers/server.js';
-import { obtainTokens, signInWithInject, tokenRequest, userinfo, cookiesOf, hiddenField, formPage as formPageOf } from '../helpers/flow.js';
+import {
+  obtainTokens,
+  signInWithInject,
+  tokenRequest,
+  userinfo,
+  cookiesOf,
+  hiddenField,
+  formPage as formPageOf,
+} from '../helpers/flow.js';
 import { linkIn, startSmtp, type CapturedMail } from '../helpers/smtp.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { hashToken } from '../../src/oauth/tokens.js';
@@ -15,7 +23,9 @@ t.teardown(() => smtp.close());
 // https://account.example is a first-party account page (FIRST_PARTY_ORIGINS); the registered
 // application's origins (https://spa.example, https://app.example) are third parties.
 const FIRST_PARTY = 'https://account.example';
-const { app, database, logs } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, FIRST_PARTY_ORIGINS: FIRST_PARTY } });
+const { app, database, logs } = await buildTestApp(t, {
+  env: { SMTP_URL: smtp.url, FIRST_PARTY_ORIGINS: FIRST_PARTY },
+});
 const db = database.db;
 const actor = { actor: 'test' };
 
@@ -41,8 +51,14 @@ async function newUser(password = 'old-password-1', extra: { disabled?: boolean 
 }
 
 const postJson = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
-  app.inject({ method: 'POST', url, payload: JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } });
-const requestReset = (email: string, redirectTo: string = spaTarget) => postJson('/api/auth/request-password-reset', { email, redirectTo });
+  app.inject({
+    method: 'POST',
+    url,
+    payload: JSON.stringify(payload),
+    headers: { 'content-type': 'application/json', ...headers },
+  });
+const requestReset = (email: string, redirectTo: string = spaTarget) =>
+  postJson('/api/auth/request-password-reset', { email, redirectTo });
 const resetPassword = (token: string, newPassword: string) => {
   if (/password/.test(newPassword)) secrets.push(newPassword);
   return postJson('/api/auth/reset-password', { token, newPassword });
@@ -68,12 +84,16 @@ function tokenOf(link: string): string {
 }
 
 /** Asks for a reset, waits for the mail, and returns its link and token. */
-async function requestToken(email: string, redirectTo: string = spaTarget): Promise<{ res: LightMyRequestResponse; mail: CapturedMail; link: string; token: string }> {
+async function requestToken(
+  email: string,
+  redirectTo: string = spaTarget,
+): Promise<{ res: LightMyRequestResponse; mail: CapturedMail; link: string; token: string }> {
   const before = resetMails(email).length;
   const res = await requestReset(email, redirectTo);
   await settle();
   const mails = resetMails(email);
-  if (res.statusCode !== 200 || mails.length !== before + 1) throw new Error(`no reset mail for ${email}: ${res.statusCode} ${res.body}`);
+  if (res.statusCode !== 200 || mails.length !== before + 1)
+    throw new Error(`no reset mail for ${email}: ${res.statusCode} ${res.body}`);
   const mail = mails.at(-1)!;
   const link = linkIn(mail);
   const token = tokenOf(link);
@@ -95,7 +115,13 @@ const resetRows = (userId?: string) => {
 const formPage = (path: string, jar: Record<string, string> = {}) => formPageOf(app, path, jar);
 
 const postForm = (path: string, form: Record<string, string>, jar: Record<string, string>) =>
-  app.inject({ method: 'POST', url: path, cookies: jar, payload: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  app.inject({
+    method: 'POST',
+    url: path,
+    cookies: jar,
+    payload: new URLSearchParams(form).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -112,9 +138,17 @@ t.test('a known address gets the generic answer, a mail with a working link, and
   t.equal(mail.to, user.email, 'the mail goes to the stored address (the lookup is case-insensitive)');
   t.equal(mail.subject, 'Reset your password');
   t.match(mail.html, `href="${link.replace(/&/g, '&amp;')}"`, 'the HTML body carries the same link');
-  t.equal(link, `${BASE_URL}/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent(spaTarget)}`, 'the link is ${BASE_URL}/api/auth/reset-password/<token>?redirectTo=...');
+  t.equal(
+    link,
+    `${BASE_URL}/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent(spaTarget)}`,
+    'the link is ${BASE_URL}/api/auth/reset-password/<token>?redirectTo=...',
+  );
   t.match(token, /^[A-Za-z0-9_-]{43}$/, '256 random bits, base64url');
-  t.equal((await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id })).length, auditBefore + 1, 'password_reset.requested recorded');
+  t.equal(
+    (await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id })).length,
+    auditBefore + 1,
+    'password_reset.requested recorded',
+  );
 
   const [row] = await resetRows(user.id);
   t.ok(row, 'one token row');
@@ -140,7 +174,11 @@ t.test('a known address gets the generic answer, a mail with a working link, and
   t.equal((await signIn(user.email, user.password)).statusCode, 401, 'the old password no longer works');
   const withNew = await signIn(user.email, 'new-password-1');
   t.equal(withNew.statusCode, 200, 'the new password works');
-  t.equal((await signInWithInject(app, user.email, 'new-password-1')).res.statusCode, 303, 'also on the hosted sign-in page');
+  t.equal(
+    (await signInWithInject(app, user.email, 'new-password-1')).res.statusCode,
+    303,
+    'also on the hosted sign-in page',
+  );
 
   await settle();
   const changed = changedMails(user.email);
@@ -182,7 +220,10 @@ t.test('known and unknown addresses take the same time (medians, generous tolera
   // Measured by a client in another process against a real server: an in-process client shares the
   // event loop with the server's background work and would measure that work, not the response.
   const server = await startTestServer(t);
-  await server.app.services.users.create({ email: 'timing@example.com', password: 'old-password-1', emailVerified: true }, actor);
+  await server.app.services.users.create(
+    { email: 'timing@example.com', password: 'old-password-1', emailVerified: true },
+    actor,
+  );
   const client = `
     const [base, rounds] = [process.argv[1], Number(process.argv[2])];
     const pause = () => new Promise((r) => setTimeout(r, 40));
@@ -210,16 +251,26 @@ t.test('known and unknown addresses take the same time (medians, generous tolera
     process.stdout.write(JSON.stringify({ known, unknown, bodies: [...bodies] }));
   `;
   const output = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--input-type=module', '-e', client, server.baseUrl, '7'], { timeout: 60_000 }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', client, server.baseUrl, '7'],
+      { timeout: 60_000 },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
     ),
   );
   const { known, unknown, bodies } = JSON.parse(output) as { known: number[]; unknown: number[]; bodies: string[] };
-  t.same(bodies.map((b) => JSON.parse(b)), [GENERIC], 'one body for both');
+  t.same(
+    bodies.map((b) => JSON.parse(b)),
+    [GENERIC],
+    'one body for both',
+  );
   const a = median(known);
   const b = median(unknown);
   const tolerance = Math.max(50, 3 * Math.min(a, b));
-  t.ok(Math.abs(a - b) < tolerance, `median known ${a.toFixed(1)} ms, unknown ${b.toFixed(1)} ms, tolerance ${tolerance.toFixed(1)} ms`);
+  t.ok(
+    Math.abs(a - b) < tolerance,
+    `median known ${a.toFixed(1)} ms, unknown ${b.toFixed(1)} ms, tolerance ${tolerance.toFixed(1)} ms`,
+  );
   await server.app.services.recovery.drain();
   await server.app.services.mailer.drain();
   t.equal(server.smtp.mails.length, 10, 'only the known address got mails (one per request)');
@@ -229,7 +280,11 @@ t.test('known and unknown addresses take the same time (medians, generous tolera
 t.test('redirectTo: trusted targets', async (t) => {
   const cases: Array<[string, string, string]> = [
     ['the login origin', `${LOGIN_URL}/reset-password`, `${LOGIN_URL}/reset-password`],
-    ['a FIRST_PARTY_ORIGINS origin (query kept)', 'https://account.example/r?keep=1', 'https://account.example/r?keep=1'],
+    [
+      'a FIRST_PARTY_ORIGINS origin (query kept)',
+      'https://account.example/r?keep=1',
+      'https://account.example/r?keep=1',
+    ],
     ['a relative path (login origin)', '/login/reset-password', `${LOGIN_URL}/reset-password`],
   ];
   for (const [what, redirectTo, expected] of cases) {
@@ -248,7 +303,11 @@ t.test('redirectTo: trusted targets', async (t) => {
 
 t.test('redirectTo: untrusted targets are refused with 400 INVALID_REDIRECT and nothing is sent', async (t) => {
   const disabledApp = await app.services.applications.create(
-    { clientName: 'Disabled RP', redirectUris: ['https://gone.example/cb'], allowedWebOrigins: ['https://gone-web.example'] },
+    {
+      clientName: 'Disabled RP',
+      redirectUris: ['https://gone.example/cb'],
+      allowedWebOrigins: ['https://gone-web.example'],
+    },
     actor,
   );
   await app.services.applications.setEnabled(disabledApp.clientId, false, actor);
@@ -309,7 +368,11 @@ t.test("redirectTo: a registered application's origins are refused (reset tokens
   await new Promise((r) => setTimeout(r, 200));
   t.equal(smtp.mails.length, mailsBefore, 'no mail of any kind reached the SMTP server');
   t.same(await resetRows(user.id), [], 'no token was made');
-  t.same(await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id }), [], 'nothing was looked up or recorded');
+  t.same(
+    await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id }),
+    [],
+    'nothing was looked up or recorded',
+  );
 
   // The first-party targets still work for the same user, with mail.
   for (const redirectTo of [`${FIRST_PARTY}/reset`, `${LOGIN_URL}/reset-password`, '/login/reset-password']) {
@@ -319,21 +382,37 @@ t.test("redirectTo: a registered application's origins are refused (reset tokens
   }
 
   // The link handler: an invalid link names an application origin -> the hosted page, never the application.
-  const dead = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${'A'.repeat(43)}?redirectTo=${encodeURIComponent('https://spa.example/reset')}` });
+  const dead = await app.inject({
+    method: 'GET',
+    url: `/api/auth/reset-password/${'A'.repeat(43)}?redirectTo=${encodeURIComponent('https://spa.example/reset')}`,
+  });
   t.equal(dead.statusCode, 302);
-  t.equal(dead.headers.location, `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`, 'an error redirect goes only to a first-party target');
+  t.equal(
+    dead.headers.location,
+    `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`,
+    'an error redirect goes only to a first-party target',
+  );
 
   // A live token stored with an application target (as before this fix) is handed to the hosted page.
   const legacy = 'legacy-token-0123456789abcdefghijklmnopqrstu';
   secrets.push(legacy);
   await db
     .insertInto('password_reset_tokens')
-    .values({ token_hash: hashToken(legacy), user_id: user.id, redirect_to: 'https://spa.example/reset', expires_at: new Date(Date.now() + 600_000) })
+    .values({
+      token_hash: hashToken(legacy),
+      user_id: user.id,
+      redirect_to: 'https://spa.example/reset',
+      expires_at: new Date(Date.now() + 600_000),
+    })
     .execute();
   const followed = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${legacy}` });
   t.equal(followed.statusCode, 302);
   const location = new URL(followed.headers.location as string);
-  t.equal(location.origin + location.pathname, `${LOGIN_URL}/reset-password`, 'the token never goes to the application');
+  t.equal(
+    location.origin + location.pathname,
+    `${LOGIN_URL}/reset-password`,
+    'the token never goes to the application',
+  );
   t.equal(location.searchParams.get('token'), legacy);
 });
 
@@ -346,27 +425,51 @@ t.test('the JSON recovery endpoints are first-party: JSON only, own Origin only'
     payload: new URLSearchParams({ email: user.email, redirectTo: spaTarget }).toString(),
   });
   t.equal(form.statusCode, 415);
-  const foreign = await postJson('/api/auth/request-password-reset', { email: user.email, redirectTo: spaTarget }, { origin: 'https://evil.example' });
+  const foreign = await postJson(
+    '/api/auth/request-password-reset',
+    { email: user.email, redirectTo: spaTarget },
+    { origin: 'https://evil.example' },
+  );
   t.equal(foreign.statusCode, 403);
-  const own = await postJson('/api/auth/request-password-reset', { email: user.email, redirectTo: spaTarget }, { origin: BASE_URL });
+  const own = await postJson(
+    '/api/auth/request-password-reset',
+    { email: user.email, redirectTo: spaTarget },
+    { origin: BASE_URL },
+  );
   t.same([own.statusCode, own.json()], [200, GENERIC]);
   await settle();
   t.equal(resetMails(user.email).length, 1, 'only the accepted request sent a mail');
   const token = tokenOf(linkIn(resetMails(user.email)[0]!));
   secrets.push(token);
-  const foreignReset = await postJson('/api/auth/reset-password', { token, newPassword: 'new-password-1' }, { origin: 'https://spa.example' });
+  const foreignReset = await postJson(
+    '/api/auth/reset-password',
+    { token, newPassword: 'new-password-1' },
+    { origin: 'https://spa.example' },
+  );
   t.equal(foreignReset.statusCode, 403, 'even a registered application origin cannot post a reset');
-  t.equal((await resetPassword(token, 'new-password-2')).statusCode, 200, 'the token was not consumed by the refused request');
+  t.equal(
+    (await resetPassword(token, 'new-password-2')).statusCode,
+    200,
+    'the token was not consumed by the refused request',
+  );
 });
 
 t.test('expired tokens', async (t) => {
   const user = await newUser();
   const { link, token } = await requestToken(user.email);
-  await db.updateTable('password_reset_tokens').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', user.id).execute();
+  await db
+    .updateTable('password_reset_tokens')
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where('user_id', '=', user.id)
+    .execute();
   const followed = await follow(link);
   t.equal(followed.statusCode, 302);
   const location = new URL(followed.headers.location as string);
-  t.equal(location.origin + location.pathname, 'https://account.example/account/reset', "to the request's (trusted) redirectTo");
+  t.equal(
+    location.origin + location.pathname,
+    'https://account.example/account/reset',
+    "to the request's (trusted) redirectTo",
+  );
   t.equal(location.searchParams.get('from'), 'mail');
   t.equal(location.searchParams.get('error'), 'INVALID_TOKEN');
   t.equal(location.searchParams.get('token'), null, 'no token on an error redirect');
@@ -428,7 +531,11 @@ t.test('superseded tokens: a new request invalidates the previous link', async (
   const second = await requestToken(user.email);
   t.not(first.token, second.token);
   const events = await listAuditEvents(db, { type: 'password_reset.requested', userId: user.id });
-  t.same(events.map((e) => (typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail).superseded), [0, 1], 'the audit event counts the superseded token');
+  t.same(
+    events.map((e) => (typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail).superseded),
+    [0, 1],
+    'the audit event counts the superseded token',
+  );
   const followed = await follow(first.link);
   t.equal(new URL(followed.headers.location as string).searchParams.get('error'), 'INVALID_TOKEN');
   const old = await resetPassword(first.token, 'new-password-1');
@@ -442,7 +549,10 @@ t.test('simultaneous requests for one account leave a single live link', async (
   // "A new request invalidates the previous token of that user" must hold when requests overlap too.
   const user = await newUser();
   const results = await Promise.all(Array.from({ length: 5 }, () => requestReset(user.email)));
-  t.same(results.map((r) => r.statusCode), [200, 200, 200, 200, 200]);
+  t.same(
+    results.map((r) => r.statusCode),
+    [200, 200, 200, 200, 200],
+  );
   await settle();
   const rows = await resetRows(user.id);
   t.equal(rows.length, 5, 'five tokens were issued');
@@ -465,7 +575,12 @@ t.test('a reset invalidates every other outstanding link of the user', async (t)
   const { token } = await requestToken(user.email);
   await db
     .insertInto('password_reset_tokens')
-    .values({ token_hash: hashToken(stray), user_id: user.id, redirect_to: spaTarget, expires_at: new Date(Date.now() + 600_000) })
+    .values({
+      token_hash: hashToken(stray),
+      user_id: user.id,
+      redirect_to: spaTarget,
+      expires_at: new Date(Date.now() + 600_000),
+    })
     .execute();
   t.equal((await resetPassword(token, 'new-password-1')).statusCode, 200);
   const res = await resetPassword(stray, 'new-password-2');
@@ -476,7 +591,11 @@ t.test('a reset invalidates every other outstanding link of the user', async (t)
 
 t.test('GET with an invalid token: error redirect to the trusted redirectTo, else to the hosted page', async (t) => {
   const cases: Array<[string, string | undefined, string]> = [
-    ['trusted redirectTo', 'https://account.example/reset?a=1', 'https://account.example/reset?a=1&error=INVALID_TOKEN'],
+    [
+      'trusted redirectTo',
+      'https://account.example/reset?a=1',
+      'https://account.example/reset?a=1&error=INVALID_TOKEN',
+    ],
     ['trusted relative redirectTo', '/login/reset-password', `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`],
     ['untrusted redirectTo', 'https://evil.example/reset', `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`],
     ['javascript: redirectTo', 'javascript:alert(1)', `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`],
@@ -496,10 +615,16 @@ t.test('GET with an invalid token: error redirect to the trusted redirectTo, els
 
 t.test('GET with a mangled link (overlong token or redirectTo) still redirects with error=INVALID_TOKEN', async (t) => {
   // Spec: an invalid token redirects with error=INVALID_TOKEN; a browser must never land on a JSON error.
-  const longToken = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${'a'.repeat(300)}?redirectTo=${encodeURIComponent(spaTarget)}` });
+  const longToken = await app.inject({
+    method: 'GET',
+    url: `/api/auth/reset-password/${'a'.repeat(300)}?redirectTo=${encodeURIComponent(spaTarget)}`,
+  });
   t.equal(longToken.statusCode, 302, 'an overlong token is just an invalid token');
   t.equal(longToken.headers.location, `${spaTarget}&error=INVALID_TOKEN`);
-  const longTarget = await app.inject({ method: 'GET', url: `/api/auth/reset-password/abc?redirectTo=${encodeURIComponent(`https://account.example/${'a'.repeat(3000)}`)}` });
+  const longTarget = await app.inject({
+    method: 'GET',
+    url: `/api/auth/reset-password/abc?redirectTo=${encodeURIComponent(`https://account.example/${'a'.repeat(3000)}`)}`,
+  });
   t.equal(longTarget.statusCode, 302, 'an overlong redirectTo is just an unusable one');
   t.equal(longTarget.headers.location, `${LOGIN_URL}/reset-password?error=INVALID_TOKEN`);
 });
@@ -516,7 +641,10 @@ t.test('an accepted long redirectTo never yields a dead link in the mail', async
     secrets.push(tokenOf(link));
     const followed = await follow(link);
     t.equal(followed.statusCode, 302, 'the mailed link of an accepted long target works');
-    t.ok(followed.headers.location && new URL(followed.headers.location as string).searchParams.get('token'), 'and carries the token');
+    t.ok(
+      followed.headers.location && new URL(followed.headers.location as string).searchParams.get('token'),
+      'and carries the token',
+    );
   } else {
     t.equal(res.json().error, 'INVALID_REDIRECT', 'or the target is refused up front');
   }
@@ -525,14 +653,28 @@ t.test('an accepted long redirectTo never yields a dead link in the mail', async
 t.test('GET with a valid token ignores a redirectTo changed in the link', async (t) => {
   const user = await newUser();
   const { token } = await requestToken(user.email);
-  const res = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent('https://app.example/other')}` });
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent('https://app.example/other')}`,
+  });
   t.equal(res.statusCode, 302);
   const location = new URL(res.headers.location as string);
-  t.equal(location.origin + location.pathname, 'https://account.example/account/reset', 'the target checked at request time is used');
+  t.equal(
+    location.origin + location.pathname,
+    'https://account.example/account/reset',
+    'the target checked at request time is used',
+  );
   t.equal(location.searchParams.get('token'), token);
-  const evil = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent('https://evil.example/')}` });
+  const evil = await app.inject({
+    method: 'GET',
+    url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent('https://evil.example/')}`,
+  });
   t.equal(new URL(evil.headers.location as string).origin, 'https://account.example', 'never an untrusted target');
-  t.equal((await resetPassword(token, 'new-password-1')).statusCode, 200, 'following the link does not consume the token');
+  t.equal(
+    (await resetPassword(token, 'new-password-1')).statusCode,
+    200,
+    'following the link does not consume the token',
+  );
 });
 
 t.test('only the hash of the token is stored', async (t) => {
@@ -553,7 +695,10 @@ t.test('two simultaneous resets with the same token: exactly one succeeds', asyn
   const user = await newUser();
   const { token } = await requestToken(user.email);
   const changedBefore = changedMails(user.email).length;
-  const [a, b] = await Promise.all([resetPassword(token, 'parallel-password-a'), resetPassword(token, 'parallel-password-b')]);
+  const [a, b] = await Promise.all([
+    resetPassword(token, 'parallel-password-a'),
+    resetPassword(token, 'parallel-password-b'),
+  ]);
   const statuses = [a.statusCode, b.statusCode].sort();
   t.same(statuses, [200, 400], 'one 200, one 400');
   const loser = a.statusCode === 200 ? b : a;
@@ -569,18 +714,29 @@ t.test('two simultaneous resets with the same token: exactly one succeeds', asyn
 
 t.test('a reset revokes sessions, access tokens and refresh tokens, and signs nobody in', async (t) => {
   const user = await newUser();
-  const flow = { clientId: client.clientId, redirectUri, email: user.email, password: user.password, scope: 'openid offline_access' };
+  const flow = {
+    clientId: client.clientId,
+    redirectUri,
+    email: user.email,
+    password: user.password,
+    scope: 'openid offline_access',
+  };
   const { tokens, jar } = await obtainTokens(app, flow);
   t.ok(jar[app.sessionCookieName], 'a session cookie from the flow');
   t.ok(tokens.refresh_token, 'a refresh token (offline_access)');
   // A refresh gives an offline access token that sign-out alone would not end.
-  const refreshed = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.clientId });
+  const refreshed = await tokenRequest(app, {
+    grant_type: 'refresh_token',
+    refresh_token: tokens.refresh_token!,
+    client_id: client.clientId,
+  });
   t.equal(refreshed.statusCode, 200);
   const offline = refreshed.json() as { access_token: string; refresh_token: string };
   const second = await signInWithInject(app, user.email, user.password);
   t.equal(second.res.statusCode, 303, 'a second session elsewhere');
 
-  const me = (token: string) => app.inject({ method: 'GET', url: '/api/external/me', headers: { authorization: `Bearer ${token}` } });
+  const me = (token: string) =>
+    app.inject({ method: 'GET', url: '/api/external/me', headers: { authorization: `Bearer ${token}` } });
   const home = (cookies: Record<string, string>) => app.inject({ method: 'GET', url: '/login/', cookies });
   // Everything works before the reset.
   t.equal((await home(jar)).statusCode, 200);
@@ -595,7 +751,10 @@ t.test('a reset revokes sessions, access tokens and refresh tokens, and signs no
   t.equal(done.statusCode, 200);
   t.notOk(cookiesOf(done)[app.sessionCookieName], 'no session cookie is set by the reset');
 
-  for (const [what, cookies] of [['flow session', jar], ['second session', second.jar]] as const) {
+  for (const [what, cookies] of [
+    ['flow session', jar],
+    ['second session', second.jar],
+  ] as const) {
     const res = await home(cookies);
     t.equal(res.statusCode, 303, `${what}: signed out`);
     t.equal(res.headers.location, '/login/sign-in');
@@ -605,9 +764,16 @@ t.test('a reset revokes sessions, access tokens and refresh tokens, and signs no
     url: `/api/auth/oauth2/authorize?${new URLSearchParams({ client_id: client.clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`,
     cookies: jar,
   });
-  t.match(authorize.headers.location, /\/login\/sign-in\?request=/, 'authorize with the old session cookie asks to sign in again');
+  t.match(
+    authorize.headers.location,
+    /\/login\/sign-in\?request=/,
+    'authorize with the old session cookie asks to sign in again',
+  );
 
-  for (const [what, at] of [['session-bound', tokens.access_token], ['offline', offline.access_token]] as const) {
+  for (const [what, at] of [
+    ['session-bound', tokens.access_token],
+    ['offline', offline.access_token],
+  ] as const) {
     t.equal((await userinfo(app, at)).statusCode, 401, `${what} access token: userinfo 401`);
     t.equal((await me(at)).statusCode, 401, `${what} access token: /api/external/me 401`);
   }
@@ -620,7 +786,11 @@ t.test('a reset revokes sessions, access tokens and refresh tokens, and signs no
     (e) => (typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail).reason === 'password_reset',
   );
   t.equal(revokedSessions.length, 2, 'both sessions recorded as revoked by the reset');
-  t.equal((await signIn(user.email, 'fresh-password-1')).statusCode, 200, 'signing in again with the new password works');
+  t.equal(
+    (await signIn(user.email, 'fresh-password-1')).statusCode,
+    200,
+    'signing in again with the new password works',
+  );
 });
 
 t.test('password length rules', async (t) => {
@@ -635,7 +805,11 @@ t.test('password length rules', async (t) => {
   t.equal(long.json().error, 'PASSWORD_TOO_LONG');
   t.equal((await signIn(user.email, user.password)).statusCode, 200, 'nothing changed');
   const max = 'y'.repeat(128);
-  t.equal((await resetPassword(token, max)).statusCode, 200, '128 characters are fine, and the refused attempts did not use the token');
+  t.equal(
+    (await resetPassword(token, max)).statusCode,
+    200,
+    '128 characters are fine, and the refused attempts did not use the token',
+  );
   t.equal((await signIn(user.email, max)).statusCode, 200);
 
   const { token: token2 } = await requestToken(user.email);
@@ -645,7 +819,11 @@ t.test('password length rules', async (t) => {
 
 t.test('hosted pages: forgot password → mail → reset page → new password', async (t) => {
   const signInPage = await app.inject({ method: 'GET', url: '/login/sign-in' });
-  t.match(signInPage.body, /<a href="\/login\/forgot-password">Forgot your password\?<\/a>/, 'the sign-in page links to the forgot-password page');
+  t.match(
+    signInPage.body,
+    /<a href="\/login\/forgot-password">Forgot your password\?<\/a>/,
+    'the sign-in page links to the forgot-password page',
+  );
 
   const user = await newUser();
   const forgot = await formPage('/login/forgot-password');
@@ -663,9 +841,17 @@ t.test('hosted pages: forgot password → mail → reset page → new password',
   const sent = await postForm('/login/forgot-password', { csrf: forgot.csrf, email: user.email }, forgot.jar);
   t.equal(sent.statusCode, 200);
   t.match(sent.body, 'If this email exists in our system, check your email for the reset link');
-  const ghost = await postForm('/login/forgot-password', { csrf: forgot.csrf, email: 'ghost-page@unknown.example' }, forgot.jar);
+  const ghost = await postForm(
+    '/login/forgot-password',
+    { csrf: forgot.csrf, email: 'ghost-page@unknown.example' },
+    forgot.jar,
+  );
   t.equal(ghost.statusCode, 200);
-  t.equal(ghost.body.replace(/name="csrf" value="[^"]*"/, ''), sent.body.replace(/name="csrf" value="[^"]*"/, ''), 'the same page for an unknown address');
+  t.equal(
+    ghost.body.replace(/name="csrf" value="[^"]*"/, ''),
+    sent.body.replace(/name="csrf" value="[^"]*"/, ''),
+    'the same page for an unknown address',
+  );
   await settle();
   t.same(mailsTo('ghost-page@unknown.example'), []);
 
@@ -674,7 +860,11 @@ t.test('hosted pages: forgot password → mail → reset page → new password',
   const link = linkIn(mail);
   const token = tokenOf(link);
   secrets.push(token);
-  t.equal(new URL(link).searchParams.get('redirectTo'), `${LOGIN_URL}/reset-password`, 'hosted requests lead to the hosted reset page');
+  t.equal(
+    new URL(link).searchParams.get('redirectTo'),
+    `${LOGIN_URL}/reset-password`,
+    'hosted requests lead to the hosted reset page',
+  );
   const followed = await follow(link);
   t.equal(followed.statusCode, 302);
   const location = new URL(followed.headers.location as string);
@@ -687,19 +877,38 @@ t.test('hosted pages: forgot password → mail → reset page → new password',
   t.match(reset.res.body, /name="confirmPassword" type="password"/);
   t.match(reset.res.headers['content-security-policy'], /frame-ancestors 'none'/);
 
-  const mismatch = await postForm('/login/reset-password', { csrf: reset.csrf, token, newPassword: 'page-password-1', confirmPassword: 'page-password-2' }, reset.jar);
+  const mismatch = await postForm(
+    '/login/reset-password',
+    { csrf: reset.csrf, token, newPassword: 'page-password-1', confirmPassword: 'page-password-2' },
+    reset.jar,
+  );
   t.equal(mismatch.statusCode, 400);
-  t.match(mismatch.body, /id="field-confirmPassword"[^>]*aria-invalid="true" aria-describedby="field-confirmPassword-error"/);
+  t.match(
+    mismatch.body,
+    /id="field-confirmPassword"[^>]*aria-invalid="true" aria-describedby="field-confirmPassword-error"/,
+  );
   t.match(mismatch.body, /id="field-confirmPassword-error">The two passwords are not the same/);
-  const tooShort = await postForm('/login/reset-password', { csrf: reset.csrf, token, newPassword: 'short', confirmPassword: 'short' }, reset.jar);
+  const tooShort = await postForm(
+    '/login/reset-password',
+    { csrf: reset.csrf, token, newPassword: 'short', confirmPassword: 'short' },
+    reset.jar,
+  );
   t.equal(tooShort.statusCode, 400);
   t.match(tooShort.body, /id="field-newPassword-error">Use at least 8 characters/);
-  const badCsrf = await postForm('/login/reset-password', { csrf: 'x'.repeat(43), token, newPassword: 'page-password-1', confirmPassword: 'page-password-1' }, reset.jar);
+  const badCsrf = await postForm(
+    '/login/reset-password',
+    { csrf: 'x'.repeat(43), token, newPassword: 'page-password-1', confirmPassword: 'page-password-1' },
+    reset.jar,
+  );
   t.equal(badCsrf.statusCode, 403);
   t.equal((await signIn(user.email, user.password)).statusCode, 200, 'nothing changed so far');
 
   secrets.push('page-password-1');
-  const ok = await postForm('/login/reset-password', { csrf: reset.csrf, token, newPassword: 'page-password-1', confirmPassword: 'page-password-1' }, reset.jar);
+  const ok = await postForm(
+    '/login/reset-password',
+    { csrf: reset.csrf, token, newPassword: 'page-password-1', confirmPassword: 'page-password-1' },
+    reset.jar,
+  );
   t.equal(ok.statusCode, 200);
   t.match(ok.body, 'Password changed');
   t.match(ok.body, 'href="/login/sign-in"');
@@ -710,11 +919,19 @@ t.test('hosted pages: forgot password → mail → reset page → new password',
   t.equal(used.statusCode, 400, 'the used link shows the invalid-link page');
   t.match(used.body, 'This link does not work');
   t.match(used.body, 'href="/login/forgot-password"');
-  const again = await postForm('/login/reset-password', { csrf: reset.csrf, token, newPassword: 'page-password-3', confirmPassword: 'page-password-3' }, reset.jar);
+  const again = await postForm(
+    '/login/reset-password',
+    { csrf: reset.csrf, token, newPassword: 'page-password-3', confirmPassword: 'page-password-3' },
+    reset.jar,
+  );
   t.equal(again.statusCode, 400);
   t.match(again.body, 'This link does not work');
 
-  for (const url of ['/login/reset-password?error=INVALID_TOKEN', '/login/reset-password', '/login/reset-password?token=bogus']) {
+  for (const url of [
+    '/login/reset-password?error=INVALID_TOKEN',
+    '/login/reset-password',
+    '/login/reset-password?token=bogus',
+  ]) {
     const res = await app.inject({ method: 'GET', url });
     t.equal(res.statusCode, 400, url);
     t.match(res.body, 'This link does not work', url);
@@ -729,16 +946,22 @@ t.test('the log never carries a reset token or a new password', async (t) => {
   for (const secret of secrets) t.notOk(text.includes(secret), `${secret.slice(0, 6)}… is not in the log`);
 });
 
-t.test('GET with a very long or badly escaped token redirects with error=INVALID_TOKEN, never a router error (414/400)', async (t) => {
-  for (const [what, token] of [
-    ['600 characters', 'a'.repeat(600)],
-    ['10,000 characters', 'a'.repeat(10_000)],
-    ['a malformed escape', '%ZZ'],
-    ['a truncated UTF-8 escape', `${'A'.repeat(40)}%E0%A4%A`],
-  ] as const) {
-    const res = await app.inject({ method: 'GET', url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent(spaTarget)}` });
-    t.equal(res.statusCode, 302, what);
-    t.equal(res.headers.location, `${spaTarget}&error=INVALID_TOKEN`, what);
-    t.notMatch(res.body, /FST_|statusCode/, `${what}: no Fastify body`);
-  }
-});
+t.test(
+  'GET with a very long or badly escaped token redirects with error=INVALID_TOKEN, never a router error (414/400)',
+  async (t) => {
+    for (const [what, token] of [
+      ['600 characters', 'a'.repeat(600)],
+      ['10,000 characters', 'a'.repeat(10_000)],
+      ['a malformed escape', '%ZZ'],
+      ['a truncated UTF-8 escape', `${'A'.repeat(40)}%E0%A4%A`],
+    ] as const) {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/auth/reset-password/${token}?redirectTo=${encodeURIComponent(spaTarget)}`,
+      });
+      t.equal(res.statusCode, 302, what);
+      t.equal(res.headers.location, `${spaTarget}&error=INVALID_TOKEN`, what);
+      t.notMatch(res.body, /FST_|statusCode/, `${what}: no Fastify body`);
+    }
+  },
+);

@@ -12,7 +12,6 @@ import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken, hashToken } from '../../src/oauth/tokens.js';
 import { cookiesOf } from '../helpers/flow.js';
 
-
 const { app, database, config, logs } = await buildTestApp(t);
 const actor = { actor: 'test' };
 const ISSUER = 'http://localhost:3000/api/auth';
@@ -24,11 +23,18 @@ const PASSWORD = 'correct horse battery staple';
 const ERROR_DESCRIPTION = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/;
 
 const client = await app.services.applications.create(
-  { clientName: 'Token RP', redirectUris: [REDIRECT, SECOND_REDIRECT], allowedScopes: ['openid', 'profile', 'email', 'offline_access', 'permissions'] },
+  {
+    clientName: 'Token RP',
+    redirectUris: [REDIRECT, SECOND_REDIRECT],
+    allowedScopes: ['openid', 'profile', 'email', 'offline_access', 'permissions'],
+  },
   actor,
 );
 const otherClient = await app.services.applications.create({ clientName: 'Other RP', redirectUris: [REDIRECT] }, actor);
-const disabledClient = await app.services.applications.create({ clientName: 'Disabled RP', redirectUris: [REDIRECT], enabled: false }, actor);
+const disabledClient = await app.services.applications.create(
+  { clientName: 'Disabled RP', redirectUris: [REDIRECT], enabled: false },
+  actor,
+);
 
 type Params = Record<string, string | string[] | undefined>;
 type Jar = Record<string, string>;
@@ -51,7 +57,11 @@ async function signIn(email: string): Promise<Jar> {
     url: '/login/sign-in',
     cookies: jar,
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ ...BrowserClient.hiddenFields(page.body, '/login/sign-in'), email, password: PASSWORD }).toString(),
+    payload: new URLSearchParams({
+      ...BrowserClient.hiddenFields(page.body, '/login/sign-in'),
+      email,
+      password: PASSWORD,
+    }).toString(),
   });
   if (res.statusCode !== 303) throw new Error(`sign-in failed: ${res.statusCode}`);
   return { ...jar, ...cookiesOf(res) };
@@ -72,7 +82,16 @@ const main = await createUser('main');
 /**
  * A fresh authorization code: authorize with the session, allowing consent when the page asks for it.
  */
-async function getCode(options: { jar?: Jar; clientId?: string; redirectUri?: string; scope?: string; nonce?: string | undefined; verifier?: string } = {}) {
+async function getCode(
+  options: {
+    jar?: Jar;
+    clientId?: string;
+    redirectUri?: string;
+    scope?: string;
+    nonce?: string | undefined;
+    verifier?: string;
+  } = {},
+) {
   const jar = options.jar ?? main.jar;
   const verifier = options.verifier ?? generateToken();
   const redirectUri = options.redirectUri ?? REDIRECT;
@@ -99,7 +118,10 @@ async function getCode(options: { jar?: Jar; clientId?: string; redirectUri?: st
       url: '/login/consent',
       cookies: merged,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ ...BrowserClient.hiddenFields(page.body, '/login/consent'), decision: 'allow' }).toString(),
+      payload: new URLSearchParams({
+        ...BrowserClient.hiddenFields(page.body, '/login/consent'),
+        decision: 'allow',
+      }).toString(),
     });
     location = new URL(String(res.headers.location));
   }
@@ -108,7 +130,10 @@ async function getCode(options: { jar?: Jar; clientId?: string; redirectUri?: st
   return { code, verifier, redirectUri, nonce, clientId: options.clientId ?? client.clientId };
 }
 
-function exchangeForm(grant: { code: string; verifier: string; redirectUri: string; clientId: string }, overrides: Params = {}): Params {
+function exchangeForm(
+  grant: { code: string; verifier: string; redirectUri: string; clientId: string },
+  overrides: Params = {},
+): Params {
   return {
     grant_type: 'authorization_code',
     code: grant.code,
@@ -129,10 +154,21 @@ async function token(form: Params, headers: Record<string, string> = {}) {
 }
 
 async function userinfo(accessToken: string) {
-  return app.inject({ method: 'GET', url: '/api/auth/oauth2/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
+  return app.inject({
+    method: 'GET',
+    url: '/api/auth/oauth2/userinfo',
+    headers: { authorization: `Bearer ${accessToken}` },
+  });
 }
 
-function expectError(t: Test, res: LightMyRequestResponse, status: number, error: string, description?: RegExp, label = error) {
+function expectError(
+  t: Test,
+  res: LightMyRequestResponse,
+  status: number,
+  error: string,
+  description?: RegExp,
+  label = error,
+) {
   t.equal(res.statusCode, status, `${label}: ${status}`);
   t.match(res.headers['content-type'], /^application\/json/, `${label}: JSON`);
   const body = res.json();
@@ -154,22 +190,37 @@ t.test('success: exactly the token response fields, no-store, and a verifiable I
   t.equal(res.headers['cache-control'], 'no-store');
   t.equal(res.headers.pragma, 'no-cache');
   const body = res.json();
-  t.same(Object.keys(body).sort(), ['access_token', 'expires_in', 'id_token', 'scope', 'token_type'], 'no refresh_token without offline_access');
+  t.same(
+    Object.keys(body).sort(),
+    ['access_token', 'expires_in', 'id_token', 'scope', 'token_type'],
+    'no refresh_token without offline_access',
+  );
   t.equal(body.token_type, 'Bearer');
   t.equal(body.expires_in, 3600);
   t.equal(body.scope, 'openid profile email');
   t.match(body.access_token, /^[A-Za-z0-9_-]{43}$/, '256-bit opaque access token');
 
-  const { payload, protectedHeader } = await jose.jwtVerify(body.id_token, jwks, { issuer: ISSUER, audience: client.clientId, algorithms: ['RS256'] });
+  const { payload, protectedHeader } = await jose.jwtVerify(body.id_token, jwks, {
+    issuer: ISSUER,
+    audience: client.clientId,
+    algorithms: ['RS256'],
+  });
   t.equal(protectedHeader.typ, 'JWT');
   t.type(protectedHeader.kid, 'string');
   t.equal(payload.sub, main.user.id);
   t.equal(payload.azp, client.clientId);
   t.equal(payload.nonce, grant.nonce);
-  t.equal(payload.at_hash, createHash('sha256').update(body.access_token).digest().subarray(0, 16).toString('base64url'));
+  t.equal(
+    payload.at_hash,
+    createHash('sha256').update(body.access_token).digest().subarray(0, 16).toString('base64url'),
+  );
   t.equal((payload.exp ?? 0) - (payload.iat ?? 0), config.ttl.idToken);
   t.ok(Math.abs((payload.iat ?? 0) - Date.now() / 1000) < 60, 'iat is now');
-  const session = await database.db.selectFrom('sessions').selectAll().where('user_id', '=', main.user.id).executeTakeFirstOrThrow();
+  const session = await database.db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('user_id', '=', main.user.id)
+    .executeTakeFirstOrThrow();
   t.equal(payload.auth_time, Math.floor(new Date(session.auth_time).getTime() / 1000), 'auth_time is the sign-in time');
   t.equal(payload.sid, session.id);
   t.notOk('email' in payload || 'name' in payload, 'no profile or e-mail claims in the ID token');
@@ -179,10 +230,18 @@ t.test('success: exactly the token response fields, no-store, and a verifiable I
   t.same(info.json(), { sub: main.user.id, name: 'Token Person', email: main.user.email, email_verified: true });
 
   // Only hashes are stored.
-  const stored = await database.db.selectFrom('access_tokens').selectAll().where('token_hash', '=', hashToken(body.access_token)).executeTakeFirst();
+  const stored = await database.db
+    .selectFrom('access_tokens')
+    .selectAll()
+    .where('token_hash', '=', hashToken(body.access_token))
+    .executeTakeFirst();
   t.ok(stored, 'stored by hash');
   t.equal(stored?.scope, 'openid profile email');
-  const codeRow = await database.db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', hashToken(grant.code)).executeTakeFirstOrThrow();
+  const codeRow = await database.db
+    .selectFrom('authorization_codes')
+    .selectAll()
+    .where('code_hash', '=', hashToken(grant.code))
+    .executeTakeFirstOrThrow();
   t.ok(codeRow.consumed_at, 'the code is consumed');
   t.equal(codeRow.nonce, grant.nonce);
 });
@@ -207,13 +266,33 @@ t.test('success: refresh_token only with offline_access; no nonce when none was 
 
 t.test('the body must be form-encoded', async (t) => {
   const grant = await getCode();
-  const json = await app.inject({ method: 'POST', url: TOKEN, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(exchangeForm(grant)) });
+  const json = await app.inject({
+    method: 'POST',
+    url: TOKEN,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(exchangeForm(grant)),
+  });
   expectError(t, json, 400, 'invalid_request', /x-www-form-urlencoded/, 'JSON body');
-  const badJson = await app.inject({ method: 'POST', url: TOKEN, headers: { 'content-type': 'application/json' }, payload: '{"grant_type":' });
+  const badJson = await app.inject({
+    method: 'POST',
+    url: TOKEN,
+    headers: { 'content-type': 'application/json' },
+    payload: '{"grant_type":',
+  });
   expectError(t, badJson, 400, 'invalid_request', undefined, 'malformed JSON body');
-  const text = await app.inject({ method: 'POST', url: TOKEN, headers: { 'content-type': 'text/plain' }, payload: encode(exchangeForm(grant)) });
+  const text = await app.inject({
+    method: 'POST',
+    url: TOKEN,
+    headers: { 'content-type': 'text/plain' },
+    payload: encode(exchangeForm(grant)),
+  });
   expectError(t, text, 400, 'invalid_request', undefined, 'text/plain body');
-  const empty = await app.inject({ method: 'POST', url: TOKEN, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' });
+  const empty = await app.inject({
+    method: 'POST',
+    url: TOKEN,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: '',
+  });
   expectError(t, empty, 400, 'invalid_request', /grant_type is required/, 'empty body');
   const none = await app.inject({ method: 'POST', url: TOKEN });
   expectError(t, none, 400, 'invalid_request', undefined, 'no body at all');
@@ -225,10 +304,37 @@ t.test('the body must be form-encoded', async (t) => {
 
 t.test('grant_type: missing is invalid_request, an unknown one is unsupported_grant_type', async (t) => {
   const grant = await getCode();
-  expectError(t, await token(exchangeForm(grant, { grant_type: undefined })), 400, 'invalid_request', /grant_type is required/, 'missing grant_type');
-  expectError(t, await token(exchangeForm(grant, { grant_type: '' })), 400, 'invalid_request', /grant_type is required/, 'empty grant_type');
-  for (const grantType of ['password', 'client_credentials', 'implicit', 'AUTHORIZATION_CODE', 'urn:ietf:params:oauth:grant-type:device_code']) {
-    expectError(t, await token(exchangeForm(grant, { grant_type: grantType })), 400, 'unsupported_grant_type', undefined, grantType);
+  expectError(
+    t,
+    await token(exchangeForm(grant, { grant_type: undefined })),
+    400,
+    'invalid_request',
+    /grant_type is required/,
+    'missing grant_type',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { grant_type: '' })),
+    400,
+    'invalid_request',
+    /grant_type is required/,
+    'empty grant_type',
+  );
+  for (const grantType of [
+    'password',
+    'client_credentials',
+    'implicit',
+    'AUTHORIZATION_CODE',
+    'urn:ietf:params:oauth:grant-type:device_code',
+  ]) {
+    expectError(
+      t,
+      await token(exchangeForm(grant, { grant_type: grantType })),
+      400,
+      'unsupported_grant_type',
+      undefined,
+      grantType,
+    );
   }
   // grant_type=refresh_token is covered by test/integration/refresh.test.ts.
   t.equal((await token(exchangeForm(grant))).statusCode, 200, 'the code still works');
@@ -236,16 +342,79 @@ t.test('grant_type: missing is invalid_request, an unknown one is unsupported_gr
 
 t.test('client authentication: public clients send client_id alone', async (t) => {
   const grant = await getCode();
-  expectError(t, await token(exchangeForm(grant, { client_id: undefined })), 400, 'invalid_request', /client_id is required/, 'missing client_id');
-  expectError(t, await token(exchangeForm(grant, { client_id: '' })), 400, 'invalid_request', /client_id is required/, 'empty client_id');
-  expectError(t, await token(exchangeForm(grant, { client_id: 'no-such-client' })), 401, 'invalid_client', undefined, 'unknown client');
-  expectError(t, await token(exchangeForm(grant, { client_id: 'x'.repeat(300) })), 401, 'invalid_client', undefined, 'a very long client_id');
-  expectError(t, await token(exchangeForm(grant, { client_id: disabledClient.clientId })), 401, 'invalid_client', undefined, 'disabled client');
-  expectError(t, await token(exchangeForm(grant, { client_secret: 'secret' })), 401, 'invalid_client', /no client secret/, 'client_secret');
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_id: undefined })),
+    400,
+    'invalid_request',
+    /client_id is required/,
+    'missing client_id',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_id: '' })),
+    400,
+    'invalid_request',
+    /client_id is required/,
+    'empty client_id',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_id: 'no-such-client' })),
+    401,
+    'invalid_client',
+    undefined,
+    'unknown client',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_id: 'x'.repeat(300) })),
+    401,
+    'invalid_client',
+    undefined,
+    'a very long client_id',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_id: disabledClient.clientId })),
+    401,
+    'invalid_client',
+    undefined,
+    'disabled client',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_secret: 'secret' })),
+    401,
+    'invalid_client',
+    /no client secret/,
+    'client_secret',
+  );
   const basic = `Basic ${Buffer.from(`${client.clientId}:secret`).toString('base64')}`;
-  expectError(t, await token(exchangeForm(grant), { authorization: basic }), 401, 'invalid_client', /public/, 'Authorization: Basic');
-  expectError(t, await token(exchangeForm(grant, { client_id: undefined }), { authorization: basic }), 401, 'invalid_client', undefined, 'Basic without client_id');
-  expectError(t, await token(exchangeForm(grant), { authorization: `Bearer ${generateToken()}` }), 401, 'invalid_client', undefined, 'Authorization: Bearer');
+  expectError(
+    t,
+    await token(exchangeForm(grant), { authorization: basic }),
+    401,
+    'invalid_client',
+    /public/,
+    'Authorization: Basic',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant, { client_id: undefined }), { authorization: basic }),
+    401,
+    'invalid_client',
+    undefined,
+    'Basic without client_id',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(grant), { authorization: `Bearer ${generateToken()}` }),
+    401,
+    'invalid_client',
+    undefined,
+    'Authorization: Bearer',
+  );
   t.equal((await token(exchangeForm(grant))).statusCode, 200, 'none of those consumed the code');
 });
 
@@ -253,27 +422,26 @@ t.test(
   'invalid_client after an Authorization header carries WWW-Authenticate for that scheme (RFC 6749 §5.2)',
   async (t) => {
     const grant = await getCode();
-    const res = await token(exchangeForm(grant), { authorization: `Basic ${Buffer.from(`${client.clientId}:x`).toString('base64')}` });
+    const res = await token(exchangeForm(grant), {
+      authorization: `Basic ${Buffer.from(`${client.clientId}:x`).toString('base64')}`,
+    });
     t.equal(res.statusCode, 401);
     t.match(res.headers['www-authenticate'], /^Basic\b/);
   },
 );
 
-t.test(
-  'error_description never carries request text outside the RFC 6749 §5.2 character set',
-  async (t) => {
-    const grant = await getCode();
-    for (const [label, form] of [
-      ['grant_type with a quote', exchangeForm(grant, { grant_type: 'pass"word' })],
-      ['a non-ASCII grant_type', exchangeForm(grant, { grant_type: 'contraseña' })],
-      ['a repeated parameter with a quote in its name', exchangeForm(grant, { 'x"y': ['1', '2'] })],
-    ] as const) {
-      const res = await token(form);
-      t.equal(res.statusCode, 400, label);
-      t.match(res.json().error_description, ERROR_DESCRIPTION, label);
-    }
-  },
-);
+t.test('error_description never carries request text outside the RFC 6749 §5.2 character set', async (t) => {
+  const grant = await getCode();
+  for (const [label, form] of [
+    ['grant_type with a quote', exchangeForm(grant, { grant_type: 'pass"word' })],
+    ['a non-ASCII grant_type', exchangeForm(grant, { grant_type: 'contraseña' })],
+    ['a repeated parameter with a quote in its name', exchangeForm(grant, { 'x"y': ['1', '2'] })],
+  ] as const) {
+    const res = await token(form);
+    t.equal(res.statusCode, 400, label);
+    t.match(res.json().error_description, ERROR_DESCRIPTION, label);
+  }
+});
 
 t.test('missing or malformed code, code_verifier and redirect_uri are invalid_request', async (t) => {
   const grant = await getCode();
@@ -289,7 +457,11 @@ t.test('missing or malformed code, code_verifier and redirect_uri are invalid_re
     ['a verifier with a space', { code_verifier: `${'a'.repeat(42)} a` }, /43-128/],
     ['repeated code', { code: [grant.code, grant.code] }, /code must not be repeated/],
     ['repeated client_id', { client_id: [client.clientId, client.clientId] }, /client_id must not be repeated/],
-    ['repeated grant_type', { grant_type: ['authorization_code', 'authorization_code'] }, /grant_type must not be repeated/],
+    [
+      'repeated grant_type',
+      { grant_type: ['authorization_code', 'authorization_code'] },
+      /grant_type must not be repeated/,
+    ],
     ['repeated code_verifier', { code_verifier: [grant.verifier, grant.verifier] }, /must not be repeated/],
     ['repeated redirect_uri', { redirect_uri: [REDIRECT, REDIRECT] }, /must not be repeated/],
   ];
@@ -301,18 +473,53 @@ t.test('missing or malformed code, code_verifier and redirect_uri are invalid_re
 
 t.test('the code is bound to its PKCE verifier, client and redirect_uri: invalid_grant', async (t) => {
   const wrongVerifier = await getCode();
-  expectError(t, await token(exchangeForm(wrongVerifier, { code_verifier: generateToken() })), 400, 'invalid_grant', /code_verifier/, 'wrong verifier');
+  expectError(
+    t,
+    await token(exchangeForm(wrongVerifier, { code_verifier: generateToken() })),
+    400,
+    'invalid_grant',
+    /code_verifier/,
+    'wrong verifier',
+  );
 
   const challengeAsVerifier = await getCode();
-  expectError(t, await token(exchangeForm(challengeAsVerifier, { code_verifier: s256Challenge(challengeAsVerifier.verifier) })), 400, 'invalid_grant', undefined, 'the challenge as verifier');
+  expectError(
+    t,
+    await token(exchangeForm(challengeAsVerifier, { code_verifier: s256Challenge(challengeAsVerifier.verifier) })),
+    400,
+    'invalid_grant',
+    undefined,
+    'the challenge as verifier',
+  );
 
   const otherClients = await getCode();
-  expectError(t, await token(exchangeForm(otherClients, { client_id: otherClient.clientId })), 400, 'invalid_grant', /another client/, 'code of another client');
+  expectError(
+    t,
+    await token(exchangeForm(otherClients, { client_id: otherClient.clientId })),
+    400,
+    'invalid_grant',
+    /another client/,
+    'code of another client',
+  );
 
   const wrongRedirect = await getCode();
-  expectError(t, await token(exchangeForm(wrongRedirect, { redirect_uri: SECOND_REDIRECT })), 400, 'invalid_grant', /redirect_uri/, 'another registered redirect_uri');
+  expectError(
+    t,
+    await token(exchangeForm(wrongRedirect, { redirect_uri: SECOND_REDIRECT })),
+    400,
+    'invalid_grant',
+    /redirect_uri/,
+    'another registered redirect_uri',
+  );
   const nearMiss = await getCode();
-  expectError(t, await token(exchangeForm(nearMiss, { redirect_uri: `${REDIRECT}/` })), 400, 'invalid_grant', /redirect_uri/, 'trailing slash');
+  expectError(
+    t,
+    await token(exchangeForm(nearMiss, { redirect_uri: `${REDIRECT}/` })),
+    400,
+    'invalid_grant',
+    /redirect_uri/,
+    'trailing slash',
+  );
 
   // Codes for the second redirect_uri work with it.
   const second = await getCode({ redirectUri: SECOND_REDIRECT });
@@ -321,18 +528,47 @@ t.test('the code is bound to its PKCE verifier, client and redirect_uri: invalid
 
 t.test('an unknown code is invalid_grant', async (t) => {
   const base = await getCode();
-  expectError(t, await token(exchangeForm(base, { code: generateToken() })), 400, 'invalid_grant', undefined, 'unknown code');
-  expectError(t, await token(exchangeForm(base, { code: 'x'.repeat(300) })), 400, 'invalid_grant', undefined, 'a very long code');
-  expectError(t, await token(exchangeForm(base, { code: hashToken(base.code) })), 400, 'invalid_grant', undefined, 'the stored hash is not the code');
+  expectError(
+    t,
+    await token(exchangeForm(base, { code: generateToken() })),
+    400,
+    'invalid_grant',
+    undefined,
+    'unknown code',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(base, { code: 'x'.repeat(300) })),
+    400,
+    'invalid_grant',
+    undefined,
+    'a very long code',
+  );
+  expectError(
+    t,
+    await token(exchangeForm(base, { code: hashToken(base.code) })),
+    400,
+    'invalid_grant',
+    undefined,
+    'the stored hash is not the code',
+  );
   t.equal((await token(exchangeForm(base))).statusCode, 200);
 });
 
 t.test('an expired code is invalid_grant', async (t) => {
   const grant = await getCode();
-  const row = await database.db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', hashToken(grant.code)).executeTakeFirstOrThrow();
+  const row = await database.db
+    .selectFrom('authorization_codes')
+    .selectAll()
+    .where('code_hash', '=', hashToken(grant.code))
+    .executeTakeFirstOrThrow();
   const lifetime = (new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()) / 1000;
   t.ok(Math.abs(lifetime - 60) < 5, `codes live 60 s (${lifetime})`);
-  await database.db.updateTable('authorization_codes').set({ expires_at: sql`now() - interval '1 second'` }).where('code_hash', '=', hashToken(grant.code)).execute();
+  await database.db
+    .updateTable('authorization_codes')
+    .set({ expires_at: sql`now() - interval '1 second'` })
+    .where('code_hash', '=', hashToken(grant.code))
+    .execute();
   expectError(t, await token(exchangeForm(grant)), 400, 'invalid_grant', /invalid, expired or already used/);
 });
 
@@ -344,15 +580,34 @@ t.test('a code used twice: invalid_grant, and every token from the first exchang
   t.equal((await userinfo(accessToken)).statusCode, 200, 'the access token works before the replay');
   const before = await listAuditEvents(database.db, { type: 'code.reuse_detected' });
 
-  expectError(t, await token(exchangeForm(grant)), 400, 'invalid_grant', /invalid, expired or already used/, 'second use');
+  expectError(
+    t,
+    await token(exchangeForm(grant)),
+    400,
+    'invalid_grant',
+    /invalid, expired or already used/,
+    'second use',
+  );
 
   const info = await userinfo(accessToken);
   t.equal(info.statusCode, 401, 'the access token of the first exchange is rejected');
   t.match(info.headers['www-authenticate'], /error="invalid_token"/);
-  const refresh = await database.db.selectFrom('refresh_tokens').selectAll().where('token_hash', '=', hashToken(refreshToken)).executeTakeFirstOrThrow();
+  const refresh = await database.db
+    .selectFrom('refresh_tokens')
+    .selectAll()
+    .where('token_hash', '=', hashToken(refreshToken))
+    .executeTakeFirstOrThrow();
   t.ok(refresh.revoked_at, 'the refresh token of the first exchange is revoked');
-  const codeRow = await database.db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', hashToken(grant.code)).executeTakeFirstOrThrow();
-  const grantRow = await database.db.selectFrom('grants').selectAll().where('id', '=', codeRow.grant_id).executeTakeFirstOrThrow();
+  const codeRow = await database.db
+    .selectFrom('authorization_codes')
+    .selectAll()
+    .where('code_hash', '=', hashToken(grant.code))
+    .executeTakeFirstOrThrow();
+  const grantRow = await database.db
+    .selectFrom('grants')
+    .selectAll()
+    .where('id', '=', codeRow.grant_id)
+    .executeTakeFirstOrThrow();
   t.ok(grantRow.revoked_at, 'the grant is revoked');
 
   const after = await listAuditEvents(database.db, { type: 'code.reuse_detected' });
@@ -373,13 +628,22 @@ t.test('a code used twice: invalid_grant, and every token from the first exchang
 t.test('a code exchanged twice at the same moment: exactly one succeeds', async (t) => {
   for (let round = 0; round < 3; round++) {
     const grant = await getCode();
-    const results = await Promise.all([token(exchangeForm(grant)), token(exchangeForm(grant)), token(exchangeForm(grant))]);
+    const results = await Promise.all([
+      token(exchangeForm(grant)),
+      token(exchangeForm(grant)),
+      token(exchangeForm(grant)),
+    ]);
     const statuses = results.map((r) => r.statusCode).sort();
     t.same(statuses, [200, 400, 400], `round ${round}: one 200`);
-    for (const r of results.filter((r) => r.statusCode !== 200)) expectError(t, r, 400, 'invalid_grant', undefined, `round ${round}: the others`);
+    for (const r of results.filter((r) => r.statusCode !== 200))
+      expectError(t, r, 400, 'invalid_grant', undefined, `round ${round}: the others`);
     const winner = results.find((r) => r.statusCode === 200)!;
     // The losers were replays: the winner's tokens are revoked too (RFC 6749 §4.1.2).
-    t.equal((await userinfo(winner.json().access_token)).statusCode, 401, `round ${round}: the replay revoked the winner's token`);
+    t.equal(
+      (await userinfo(winner.json().access_token)).statusCode,
+      401,
+      `round ${round}: the replay revoked the winner's token`,
+    );
     const rows = await database.db
       .selectFrom('access_tokens')
       .innerJoin('authorization_codes', 'authorization_codes.grant_id', 'access_tokens.grant_id')
@@ -395,7 +659,14 @@ t.test('a user disabled after the code was issued gets no tokens; a disabled app
   const grant = await getCode({ jar: other.jar });
   await app.services.users.setDisabled(other.user.id, true, actor);
   // Disabling revokes what the user held, unexchanged codes included (issue 12, item 4).
-  expectError(t, await token(exchangeForm(grant)), 400, 'invalid_grant', /invalid, expired or already used/, 'disabled user');
+  expectError(
+    t,
+    await token(exchangeForm(grant)),
+    400,
+    'invalid_grant',
+    /invalid, expired or already used/,
+    'disabled user',
+  );
 
   const soon = await app.services.applications.create({ clientName: 'Soon Disabled', redirectUris: [REDIRECT] }, actor);
   const appGrant = await getCode({ clientId: soon.clientId });
@@ -412,7 +683,13 @@ t.test('tokens, codes and verifiers never reach the log', async (t) => {
   await userinfo(body.access_token);
   const text = logs.text();
   t.ok(text.length > 0, 'something was logged');
-  for (const [name, secret] of Object.entries({ code: grant.code, verifier: grant.verifier, access_token: body.access_token, refresh_token: body.refresh_token, id_token: body.id_token })) {
+  for (const [name, secret] of Object.entries({
+    code: grant.code,
+    verifier: grant.verifier,
+    access_token: body.access_token,
+    refresh_token: body.refresh_token,
+    id_token: body.id_token,
+  })) {
     t.notOk(text.includes(secret), `no ${name} in the log`);
   }
 });

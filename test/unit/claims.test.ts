@@ -16,7 +16,6 @@ import {
 import { redirectUriProblem } from '../../src/oauth/redirect-uri.js';
 import { atHash, generateToken, hashToken } from '../../src/oauth/tokens.js';
 
-
 const SECRET = 'test-secret-key-0123456789abcdefghijklmnop';
 const OTHER_SECRET = 'another-secret-key-0123456789abcdefghijkl';
 
@@ -57,8 +56,15 @@ t.test('claimsFor: profile, email and permissions each give exactly their claims
     family_name: 'Lovelace',
     picture: 'https://cdn.example.com/ada.png',
   });
-  t.strictSame(claimsFor(fullUser, ['openid', 'email']), { sub: fullUser.id, email: 'ada@example.com', email_verified: true });
-  t.strictSame(claimsFor(fullUser, ['openid', 'permissions']), { sub: fullUser.id, permissions: ['reports:read', 'reports:write'] });
+  t.strictSame(claimsFor(fullUser, ['openid', 'email']), {
+    sub: fullUser.id,
+    email: 'ada@example.com',
+    email_verified: true,
+  });
+  t.strictSame(claimsFor(fullUser, ['openid', 'permissions']), {
+    sub: fullUser.id,
+    permissions: ['reports:read', 'reports:write'],
+  });
   t.strictSame(claimsFor(fullUser, ['openid', 'profile', 'email', 'offline_access', 'permissions']), {
     sub: fullUser.id,
     name: 'Ada Lovelace',
@@ -89,7 +95,12 @@ t.test('claimsFor: absent values are omitted, never null or ""', async (t) => {
 t.test('redirect-uri.ts validates registrations only; matching is exact (tested through authorize)', async (t) => {
   // Registration rules accept these near-misses as separate registrations; the authorize endpoint
   // compares with app.redirectUris.includes (test/integration/authorize.test.ts proves each is refused).
-  for (const uri of ['https://rp.example.com/callback', 'https://rp.example.com/callback/', 'https://RP.example.com/callback', 'https://rp.example.com/callback?x=1']) {
+  for (const uri of [
+    'https://rp.example.com/callback',
+    'https://rp.example.com/callback/',
+    'https://RP.example.com/callback',
+    'https://rp.example.com/callback?x=1',
+  ]) {
     t.equal(redirectUriProblem(uri), undefined, uri);
   }
 });
@@ -99,7 +110,11 @@ t.test('at_hash: left half of SHA-256 of the ASCII access token, base64url (OIDC
   t.equal(atHash('jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y'), '77QmUPtjPfzWtF2AnpK9RQ');
   for (let i = 0; i < 5; i++) {
     const token = generateToken();
-    const independent = createHash('sha256').update(Buffer.from(token, 'ascii')).digest().subarray(0, 16).toString('base64url');
+    const independent = createHash('sha256')
+      .update(Buffer.from(token, 'ascii'))
+      .digest()
+      .subarray(0, 16)
+      .toString('base64url');
     t.equal(atHash(token), independent);
     t.equal(atHash(token).length, 22, '128 bits, base64url, no padding');
   }
@@ -119,7 +134,16 @@ t.test('signIdToken: at_hash for RS256 and ES256 keys is the SHA-256 left half',
     const key = (await jose.importJWK(generated.privateJwk, alg)) as jose.CryptoKey;
     const accessToken = generateToken();
     const jwt = await signIdToken(
-      { issuer: 'https://id.example.com/api/auth', subject: 'user-1', clientId: 'client-1', authTime: new Date(), nonce: 'n-1', accessToken, sessionId: 's-1', lifetimeSeconds: 600 },
+      {
+        issuer: 'https://id.example.com/api/auth',
+        subject: 'user-1',
+        clientId: 'client-1',
+        authTime: new Date(),
+        nonce: 'n-1',
+        accessToken,
+        sessionId: 's-1',
+        lifetimeSeconds: 600,
+      },
       { kid: generated.kid, alg, key },
     );
     const { payload, protectedHeader } = await jose.jwtVerify(jwt, await jose.importJWK(generated.publicJwk, alg), {
@@ -128,7 +152,11 @@ t.test('signIdToken: at_hash for RS256 and ES256 keys is the SHA-256 left half',
     });
     t.equal(protectedHeader.kid, generated.kid, `${alg}: kid in the header`);
     t.equal(protectedHeader.alg, alg);
-    t.equal(payload.at_hash, createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url'), `${alg}: at_hash`);
+    t.equal(
+      payload.at_hash,
+      createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url'),
+      `${alg}: at_hash`,
+    );
     t.equal(payload.nonce, 'n-1');
     t.equal(payload.sid, 's-1');
     t.equal(payload.azp, 'client-1');
@@ -136,20 +164,24 @@ t.test('signIdToken: at_hash for RS256 and ES256 keys is the SHA-256 left half',
   }
 });
 
-t.test(
-  'signIdToken: at_hash for an EdDSA (Ed25519) key is the left half of SHA-512',
-  async (t) => {
-    const generated = await generateSigningKey('EdDSA');
-    const key = (await jose.importJWK(generated.privateJwk, 'EdDSA')) as jose.CryptoKey;
-    const accessToken = generateToken();
-    const jwt = await signIdToken(
-      { issuer: 'https://id.example.com/api/auth', subject: 'user-1', clientId: 'client-1', authTime: new Date(), accessToken, lifetimeSeconds: 600 },
-      { kid: generated.kid, alg: 'EdDSA', key },
-    );
-    const payload = jose.decodeJwt(jwt);
-    t.equal(payload.at_hash, createHash('sha512').update(accessToken).digest().subarray(0, 32).toString('base64url'));
-  },
-);
+t.test('signIdToken: at_hash for an EdDSA (Ed25519) key is the left half of SHA-512', async (t) => {
+  const generated = await generateSigningKey('EdDSA');
+  const key = (await jose.importJWK(generated.privateJwk, 'EdDSA')) as jose.CryptoKey;
+  const accessToken = generateToken();
+  const jwt = await signIdToken(
+    {
+      issuer: 'https://id.example.com/api/auth',
+      subject: 'user-1',
+      clientId: 'client-1',
+      authTime: new Date(),
+      accessToken,
+      lifetimeSeconds: 600,
+    },
+    { kid: generated.kid, alg: 'EdDSA', key },
+  );
+  const payload = jose.decodeJwt(jwt);
+  t.equal(payload.at_hash, createHash('sha512').update(accessToken).digest().subarray(0, 32).toString('base64url'));
+});
 
 t.test('generateSigningKey: kid is the RFC 7638 SHA-256 thumbprint of the public JWK', async (t) => {
   t.same([...SUPPORTED_SIGNING_ALGS], ['RS256', 'ES256', 'EdDSA']);
@@ -162,7 +194,11 @@ t.test('generateSigningKey: kid is the RFC 7638 SHA-256 thumbprint of the public
     const key = await generateSigningKey(alg);
     const { kid: _kid, alg: _alg, use: _use, ...bare } = key.publicJwk;
     t.equal(key.kid, await jose.calculateJwkThumbprint(bare, 'sha256'), `${alg}: kid is the thumbprint`);
-    t.equal(key.kid, await jose.calculateJwkThumbprint(key.publicJwk, 'sha256'), `${alg}: extra members do not change it`);
+    t.equal(
+      key.kid,
+      await jose.calculateJwkThumbprint(key.publicJwk, 'sha256'),
+      `${alg}: extra members do not change it`,
+    );
     t.match(key.kid, /^[A-Za-z0-9_-]{43}$/);
     t.equal(key.alg, alg);
     t.equal(key.publicJwk.kid, key.kid);
@@ -170,7 +206,8 @@ t.test('generateSigningKey: kid is the RFC 7638 SHA-256 thumbprint of the public
     t.equal(key.publicJwk.use, 'sig');
     t.equal(key.publicJwk.kty, expected[alg].kty);
     if (expected[alg].crv) t.equal(key.publicJwk.crv, expected[alg].crv);
-    if (alg === 'RS256') t.ok(Buffer.from(key.publicJwk.n!, 'base64url').length >= 256, 'RSA modulus of at least 2048 bits');
+    if (alg === 'RS256')
+      t.ok(Buffer.from(key.publicJwk.n!, 'base64url').length >= 256, 'RSA modulus of at least 2048 bits');
     for (const m of expected[alg].privateMembers) {
       t.notOk(m in key.publicJwk, `${alg}: no ${m} in the public JWK`);
       t.type((key.privateJwk as Record<string, unknown>)[m], 'string', `${alg}: ${m} in the private JWK`);
@@ -185,18 +222,32 @@ t.test('encrypt/decrypt of private JWKs: round trip, and only with the same SECR
     const key = await generateSigningKey(alg);
     const sealed = encryptPrivateJwk(key.privateJwk, key.kid, SECRET);
     t.match(sealed, /^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, `${alg}: v1.<iv>.<ciphertext>.<tag>`);
-    t.notMatch(sealed, new RegExp(key.privateJwk.d!.slice(0, 16).replace(/[-]/g, '\\-')), `${alg}: the private part is not in clear`);
+    t.notMatch(
+      sealed,
+      new RegExp(key.privateJwk.d!.slice(0, 16).replace(/[-]/g, '\\-')),
+      `${alg}: the private part is not in clear`,
+    );
     t.not(encryptPrivateJwk(key.privateJwk, key.kid, SECRET), sealed, `${alg}: a fresh IV each time`);
     const opened = decryptPrivateJwk(sealed, key.kid, SECRET);
     t.strictSame(opened, key.privateJwk, `${alg}: round trip`);
 
     // The decrypted key signs what the public key verifies.
-    const jws = await new jose.CompactSign(new TextEncoder().encode('hello')).setProtectedHeader({ alg }).sign(await jose.importJWK(opened, alg));
+    const jws = await new jose.CompactSign(new TextEncoder().encode('hello'))
+      .setProtectedHeader({ alg })
+      .sign(await jose.importJWK(opened, alg));
     const verified = await jose.compactVerify(jws, await jose.importJWK(key.publicJwk, alg));
     t.equal(new TextDecoder().decode(verified.payload), 'hello');
 
-    t.throws(() => decryptPrivateJwk(sealed, key.kid, OTHER_SECRET), KeyDecryptionError, `${alg}: another SECRET_KEY fails`);
-    t.throws(() => decryptPrivateJwk(sealed, `${key.kid.slice(0, -1)}x`, SECRET), KeyDecryptionError, `${alg}: the kid is authenticated (AAD)`);
+    t.throws(
+      () => decryptPrivateJwk(sealed, key.kid, OTHER_SECRET),
+      KeyDecryptionError,
+      `${alg}: another SECRET_KEY fails`,
+    );
+    t.throws(
+      () => decryptPrivateJwk(sealed, `${key.kid.slice(0, -1)}x`, SECRET),
+      KeyDecryptionError,
+      `${alg}: the kid is authenticated (AAD)`,
+    );
   }
 });
 
@@ -215,7 +266,7 @@ t.test('decryptPrivateJwk: tampered or malformed values are KeyDecryptionError',
     'tampered iv': [v, flip(iv), ct, tag].join('.'),
     'unknown version': ['v2', iv, ct, tag].join('.'),
     'missing tag': [v, iv, ct].join('.'),
-    'empty': '',
+    empty: '',
     'plain JSON': JSON.stringify(key.privateJwk),
   };
   for (const [name, value] of Object.entries(cases)) {

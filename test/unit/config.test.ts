@@ -46,7 +46,10 @@ t.test('BASE_URL follows PORT by default and decides the issuer and cookie secur
 });
 
 t.test('values are converted: numbers, booleans, case of enums, trust proxy forms', async (t) => {
-  const c = loadConfig({ ACCESS_TOKEN_TTL: '600', COOKIE_SECURE: 'yes', COOKIE_SAMESITE: 'Strict', LOG_LEVEL: 'DEBUG' }, cwd);
+  const c = loadConfig(
+    { ACCESS_TOKEN_TTL: '600', COOKIE_SECURE: 'yes', COOKIE_SAMESITE: 'Strict', LOG_LEVEL: 'DEBUG' },
+    cwd,
+  );
   t.equal(c.ttl.accessToken, 600);
   t.equal(c.cookieSecure, true);
   t.equal(c.cookieSameSite, 'strict');
@@ -88,7 +91,10 @@ t.test('every bad value is reported at once, with name, expectation and what was
 
 t.test('secrets are never echoed in configuration errors', async (t) => {
   const error = t.throws(() =>
-    loadConfig({ SECRET_KEY: 'too-short-secret', ADMIN_API_TOKEN: 'short-admin', DATABASE_URL: 'mysql://u:hunter2@h/db' }, cwd),
+    loadConfig(
+      { SECRET_KEY: 'too-short-secret', ADMIN_API_TOKEN: 'short-admin', DATABASE_URL: 'mysql://u:hunter2@h/db' },
+      cwd,
+    ),
   ) as ConfigError;
   t.equal(error.problems.length, 3);
   t.notMatch(error.message, /too-short-secret|short-admin|hunter2/);
@@ -98,24 +104,56 @@ t.test('secrets are never echoed in configuration errors', async (t) => {
 t.test('production requires SECRET_KEY and BASE_URL', async (t) => {
   const error = t.throws(() => loadConfig({ NODE_ENV: 'production' }, cwd)) as ConfigError;
   t.same(error.problems.map((p) => p.name).sort(), ['BASE_URL', 'SECRET_KEY']);
-  const ok = loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' }, cwd);
+  const ok = loadConfig(
+    { NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' },
+    cwd,
+  );
   t.equal(ok.env, 'production');
 });
 
 t.test('cross-field rules: SameSite=None needs Secure; absolute refresh lifetime >= sliding', async (t) => {
   const e1 = t.throws(() => loadConfig({ COOKIE_SAMESITE: 'none' }, cwd)) as ConfigError;
-  t.same(e1.problems.map((p) => p.name), ['COOKIE_SAMESITE']);
+  t.same(
+    e1.problems.map((p) => p.name),
+    ['COOKIE_SAMESITE'],
+  );
   t.ok(loadConfig({ COOKIE_SAMESITE: 'none', COOKIE_SECURE: 'true' }, cwd));
-  const e2 = t.throws(() => loadConfig({ REFRESH_TOKEN_TTL: '1000', REFRESH_TOKEN_ABSOLUTE_TTL: '10' }, cwd)) as ConfigError;
-  t.same(e2.problems.map((p) => p.name), ['REFRESH_TOKEN_ABSOLUTE_TTL']);
+  const e2 = t.throws(() =>
+    loadConfig({ REFRESH_TOKEN_TTL: '1000', REFRESH_TOKEN_ABSOLUTE_TTL: '10' }, cwd),
+  ) as ConfigError;
+  t.same(
+    e2.problems.map((p) => p.name),
+    ['REFRESH_TOKEN_ABSOLUTE_TTL'],
+  );
 });
 
 t.test('describeEnv lists every variable with a description', async (t) => {
   const vars = describeEnv();
-  for (const name of ['PORT', 'HOST', 'BASE_URL', 'LOGIN_URL', 'ADMIN_URL', 'DATABASE_URL', 'DATA_DIR', 'SECRET_KEY',
-    'ADMIN_API_TOKEN', 'SMTP_URL', 'MAIL_FROM', 'COOKIE_SECURE', 'COOKIE_SAMESITE', 'TRUST_PROXY',
-    'STATIC_APPLICATIONS_FILE', 'LOG_LEVEL', 'ACCESS_TOKEN_TTL', 'ID_TOKEN_TTL', 'AUTHORIZATION_CODE_TTL',
-    'REFRESH_TOKEN_TTL', 'REFRESH_TOKEN_ABSOLUTE_TTL', 'RESET_TOKEN_TTL', 'CONSENT_REQUEST_TTL']) {
+  for (const name of [
+    'PORT',
+    'HOST',
+    'BASE_URL',
+    'LOGIN_URL',
+    'ADMIN_URL',
+    'DATABASE_URL',
+    'DATA_DIR',
+    'SECRET_KEY',
+    'ADMIN_API_TOKEN',
+    'SMTP_URL',
+    'MAIL_FROM',
+    'COOKIE_SECURE',
+    'COOKIE_SAMESITE',
+    'TRUST_PROXY',
+    'STATIC_APPLICATIONS_FILE',
+    'LOG_LEVEL',
+    'ACCESS_TOKEN_TTL',
+    'ID_TOKEN_TTL',
+    'AUTHORIZATION_CODE_TTL',
+    'REFRESH_TOKEN_TTL',
+    'REFRESH_TOKEN_ABSOLUTE_TTL',
+    'RESET_TOKEN_TTL',
+    'CONSENT_REQUEST_TTL',
+  ]) {
     const v = vars.find((x) => x.name === name);
     t.ok(v && v.description.length > 0, `${name} is described`);
   }
@@ -131,7 +169,15 @@ t.test('mail retries, first-party origins and rate limits', async (t) => {
   t.same(defaults.rateLimits.rules.RESET_PASSWORD_IP, { limit: 10, windowSeconds: 900 });
   t.same(defaults.rateLimits.rules.BEARER, { limit: 600, windowSeconds: 60 });
 
-  const custom = loadConfig({ MAIL_RETRY_DELAYS: '0.05,1,2.5', FIRST_PARTY_ORIGINS: 'https://app.example.com, http://localhost:5173', RATE_LIMITS: 'OFF', RATE_LIMIT_TOKEN: '5/10' }, cwd);
+  const custom = loadConfig(
+    {
+      MAIL_RETRY_DELAYS: '0.05,1,2.5',
+      FIRST_PARTY_ORIGINS: 'https://app.example.com, http://localhost:5173',
+      RATE_LIMITS: 'OFF',
+      RATE_LIMIT_TOKEN: '5/10',
+    },
+    cwd,
+  );
   t.same(custom.mailRetryDelaysMs, [50, 1000, 2500]);
   t.same(custom.firstPartyOrigins, ['https://app.example.com', 'http://localhost:5173']);
   t.equal(custom.rateLimits.enabled, false);
@@ -140,9 +186,22 @@ t.test('mail retries, first-party origins and rate limits', async (t) => {
   t.equal(loadConfig({ RATE_LIMITS: 'false' }, cwd).rateLimits.enabled, false);
 
   const error = t.throws(() =>
-    loadConfig({ MAIL_RETRY_DELAYS: '1,,2', FIRST_PARTY_ORIGINS: 'https://app.example.com/path', RATE_LIMITS: 'sometimes', RATE_LIMIT_SIGN_IN_IP: '0/60' }, cwd),
+    loadConfig(
+      {
+        MAIL_RETRY_DELAYS: '1,,2',
+        FIRST_PARTY_ORIGINS: 'https://app.example.com/path',
+        RATE_LIMITS: 'sometimes',
+        RATE_LIMIT_SIGN_IN_IP: '0/60',
+      },
+      cwd,
+    ),
   ) as ConfigError;
-  t.same(error.problems.map((p) => p.name).sort(), ['FIRST_PARTY_ORIGINS', 'MAIL_RETRY_DELAYS', 'RATE_LIMITS', 'RATE_LIMIT_SIGN_IN_IP']);
+  t.same(error.problems.map((p) => p.name).sort(), [
+    'FIRST_PARTY_ORIGINS',
+    'MAIL_RETRY_DELAYS',
+    'RATE_LIMITS',
+    'RATE_LIMIT_SIGN_IN_IP',
+  ]);
 });
 
 t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memory per rule', async (t) => {
@@ -155,7 +214,16 @@ t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memo
   t.same(defaults.rateLimits.rules.RESEND_ACCOUNT, { limit: 3, windowSeconds: 900 });
   t.same(defaults.rateLimits.rules.TOKEN_IP, { limit: 300, windowSeconds: 60 });
 
-  const custom = loadConfig({ SIGN_IN_DELAY_FIRST: '2', SIGN_IN_DELAY_MAX: '300', RATE_LIMIT_MAX_KEYS: '5000', RATE_LIMIT_RESEND_ACCOUNT: '1/60', RATE_LIMIT_SIGN_IN_DEVICE: '20/600' }, cwd);
+  const custom = loadConfig(
+    {
+      SIGN_IN_DELAY_FIRST: '2',
+      SIGN_IN_DELAY_MAX: '300',
+      RATE_LIMIT_MAX_KEYS: '5000',
+      RATE_LIMIT_RESEND_ACCOUNT: '1/60',
+      RATE_LIMIT_SIGN_IN_DEVICE: '20/600',
+    },
+    cwd,
+  );
   t.same(custom.rateLimits.signInDelay, { firstSeconds: 2, maxSeconds: 300 });
   t.equal(custom.rateLimits.maxKeys, 5000);
   t.same(custom.rateLimits.rules.RESEND_ACCOUNT, { limit: 1, windowSeconds: 60 });
@@ -169,8 +237,15 @@ t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memo
       return (error as ConfigError).problems.map((p) => p.name).sort();
     }
   };
-  t.same(names({ SIGN_IN_DELAY_FIRST: '10', SIGN_IN_DELAY_MAX: '5' }), ['SIGN_IN_DELAY_FIRST'], 'the first delay may not exceed the longest');
+  t.same(
+    names({ SIGN_IN_DELAY_FIRST: '10', SIGN_IN_DELAY_MAX: '5' }),
+    ['SIGN_IN_DELAY_FIRST'],
+    'the first delay may not exceed the longest',
+  );
   t.same(names({ SIGN_IN_DELAY_FIRST: '0', SIGN_IN_DELAY_MAX: 'soon' }), ['SIGN_IN_DELAY_FIRST', 'SIGN_IN_DELAY_MAX']);
   t.same(names({ RATE_LIMIT_MAX_KEYS: '10' }), ['RATE_LIMIT_MAX_KEYS'], 'at least 100 windows per rule');
-  t.same(names({ RATE_LIMIT_RESEND_IP: '0/60', RATE_LIMIT_SIGN_UP_EMAIL: 'x' }), ['RATE_LIMIT_RESEND_IP', 'RATE_LIMIT_SIGN_UP_EMAIL']);
+  t.same(names({ RATE_LIMIT_RESEND_IP: '0/60', RATE_LIMIT_SIGN_UP_EMAIL: 'x' }), [
+    'RATE_LIMIT_RESEND_IP',
+    'RATE_LIMIT_SIGN_UP_EMAIL',
+  ]);
 });

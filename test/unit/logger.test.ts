@@ -5,7 +5,10 @@ import { loggerOptions, redactUrl } from '../../src/logger.js';
 
 t.test('secret query values and reset tokens are masked in logged URLs', async (t) => {
   t.equal(redactUrl('/cb?code=abc&state=xyz'), '/cb?code=[REDACTED]&state=xyz');
-  t.equal(redactUrl('/x?access_token=a&Refresh_Token=b&id_token_hint=c'), '/x?access_token=[REDACTED]&Refresh_Token=[REDACTED]&id_token_hint=[REDACTED]');
+  t.equal(
+    redactUrl('/x?access_token=a&Refresh_Token=b&id_token_hint=c'),
+    '/x?access_token=[REDACTED]&Refresh_Token=[REDACTED]&id_token_hint=[REDACTED]',
+  );
   t.equal(redactUrl('/api/auth/reset-password/s3cr3t?x=1'), '/api/auth/reset-password/[REDACTED]?x=1');
   t.equal(redactUrl('/setup?token=abc'), '/setup?token=[REDACTED]');
   t.equal(redactUrl('/plain'), '/plain');
@@ -14,9 +17,22 @@ t.test('secret query values and reset tokens are masked in logged URLs', async (
 
 t.test('secret fields of logged objects are redacted at any depth up to three levels', async (t) => {
   const lines: string[] = [];
-  const stream = new Writable({ write(c, _e, done) { lines.push(c.toString()); done(); } });
+  const stream = new Writable({
+    write(c, _e, done) {
+      lines.push(c.toString());
+      done();
+    },
+  });
   const log = pino(loggerOptions('info'), stream);
-  log.info({ password: 'p1', body: { newPassword: 'p2', refresh_token: 'r1' }, headers: { authorization: 'Bearer a1', cookie: 'c=1' }, req: { method: 'GET', url: '/cb?code=c0de', headers: { authorization: 'Bearer a2' } } }, 'x');
+  log.info(
+    {
+      password: 'p1',
+      body: { newPassword: 'p2', refresh_token: 'r1' },
+      headers: { authorization: 'Bearer a1', cookie: 'c=1' },
+      req: { method: 'GET', url: '/cb?code=c0de', headers: { authorization: 'Bearer a2' } },
+    },
+    'x',
+  );
   const text = lines.join('');
   for (const secret of ['p1', 'p2', 'r1', 'Bearer a1', 'c=1', 'c0de', 'Bearer a2']) t.notMatch(text, secret);
   t.match(text, /\[REDACTED\]/);

@@ -41,7 +41,11 @@ t.test('code_challenge is 43 base64url characters', async (t) => {
   t.equal(isValidCodeChallenge(`${RFC_CHALLENGE}A`), false, '44 characters');
   t.equal(isValidCodeChallenge(`${RFC_CHALLENGE.slice(0, 42)}=`), false, 'padding');
   t.equal(isValidCodeChallenge(`${RFC_CHALLENGE}=`), false, 'padded S256 value');
-  t.equal(isValidCodeChallenge(createHash('sha256').update(RFC_VERIFIER).digest('base64')), false, 'standard base64 (+, / and =)');
+  t.equal(
+    isValidCodeChallenge(createHash('sha256').update(RFC_VERIFIER).digest('base64')),
+    false,
+    'standard base64 (+, / and =)',
+  );
   t.equal(isValidCodeChallenge(`${RFC_CHALLENGE.slice(0, 42)}.`), false, '"." is unreserved but not base64url');
   t.equal(isValidCodeChallenge(`${RFC_CHALLENGE.slice(0, 42)}~`), false, '"~" is not base64url');
   t.equal(isValidCodeChallenge(RFC_VERIFIER), true, 'a 43-character verifier is syntactically a challenge too');
@@ -57,7 +61,11 @@ t.test('verifyPkce: true only for the verifier the challenge was made from', asy
   const other = `${RFC_VERIFIER.slice(0, -1)}l`;
   t.equal(verifyPkce(other, RFC_CHALLENGE), false, 'a verifier one character off');
   t.equal(verifyPkce(RFC_VERIFIER, s256Challenge(other)), false, 'another challenge');
-  t.equal(verifyPkce(RFC_CHALLENGE, RFC_CHALLENGE), false, 'the challenge itself is not its verifier (plain is not allowed)');
+  t.equal(
+    verifyPkce(RFC_CHALLENGE, RFC_CHALLENGE),
+    false,
+    'the challenge itself is not its verifier (plain is not allowed)',
+  );
   t.equal(verifyPkce(RFC_VERIFIER, RFC_VERIFIER), false, 'plain: challenge equal to the verifier');
 });
 
@@ -68,7 +76,11 @@ t.test('verifyPkce: malformed inputs are false, never an exception', async (t) =
   t.equal(verifyPkce(long, s256Challenge(long)), false, 'a too-long verifier, even with its own S256 challenge');
   const illegal = `${'a'.repeat(42)}+`;
   t.equal(verifyPkce(illegal, s256Challenge(illegal)), false, 'a verifier with an illegal character');
-  t.equal(verifyPkce(RFC_VERIFIER, `${RFC_CHALLENGE}=`), false, 'a padded challenge (different length: no timingSafeEqual throw)');
+  t.equal(
+    verifyPkce(RFC_VERIFIER, `${RFC_CHALLENGE}=`),
+    false,
+    'a padded challenge (different length: no timingSafeEqual throw)',
+  );
   t.equal(verifyPkce(RFC_VERIFIER, RFC_CHALLENGE.slice(0, 42)), false, 'a short challenge');
   t.equal(verifyPkce(RFC_VERIFIER, ''), false, 'an empty challenge');
   t.equal(verifyPkce('', RFC_CHALLENGE), false, 'an empty verifier');

@@ -37,8 +37,14 @@ t.test('counts hits up to the limit, then refuses', async (t) => {
   const l = limiter(c, 3, 60);
   const results = [];
   for (let i = 0; i < 5; i++) results.push(await hit(l, 'k'));
-  t.same(results.map((r) => r.allowed), [true, true, true, false, false]);
-  t.same(results.map((r) => r.remaining), [2, 1, 0, 0, 0]);
+  t.same(
+    results.map((r) => r.allowed),
+    [true, true, true, false, false],
+  );
+  t.same(
+    results.map((r) => r.remaining),
+    [2, 1, 0, 0, 0],
+  );
   t.equal(l.store.size, 1);
   const one = limiter(c, 1, 10);
   t.same([await allowed(one, 'x'), await allowed(one, 'x')], [true, false], 'a limit of one');
@@ -112,23 +118,26 @@ t.test('keys are independent, each with its own window', async (t) => {
   t.ok(await allowed(l, 's'), 'clear forgets every count');
 });
 
-t.test('penalty and reward move the count without refusing; customDuration gives a window its own length', async (t) => {
-  const c = clock();
-  const l = limiter(c, 2, 60);
-  t.equal((await l.penalty('k')).consumedPoints, 1);
-  t.equal((await l.penalty('k')).consumedPoints, 2);
-  t.equal((await l.reward('k')).consumedPoints, 1, 'a reward gives a point back');
-  t.ok(await allowed(l, 'k'));
-  t.notOk(await allowed(l, 'k'));
-  const slot = limiter(c, 1, 60);
-  t.ok((await slot.consume('d', 1, { customDuration: 4 })).msBeforeNext === 4000, 'a 4 s window');
-  c.advance(3_000);
-  const busy = await hit(slot, 'd');
-  t.notOk(busy.allowed);
-  t.equal(busy.retryAfterSeconds, 1);
-  c.advance(1_000);
-  t.ok(await allowed(slot, 'd'), 'free after its own 4 s');
-});
+t.test(
+  'penalty and reward move the count without refusing; customDuration gives a window its own length',
+  async (t) => {
+    const c = clock();
+    const l = limiter(c, 2, 60);
+    t.equal((await l.penalty('k')).consumedPoints, 1);
+    t.equal((await l.penalty('k')).consumedPoints, 2);
+    t.equal((await l.reward('k')).consumedPoints, 1, 'a reward gives a point back');
+    t.ok(await allowed(l, 'k'));
+    t.notOk(await allowed(l, 'k'));
+    const slot = limiter(c, 1, 60);
+    t.ok((await slot.consume('d', 1, { customDuration: 4 })).msBeforeNext === 4000, 'a 4 s window');
+    c.advance(3_000);
+    const busy = await hit(slot, 'd');
+    t.notOk(busy.allowed);
+    t.equal(busy.retryAfterSeconds, 1);
+    c.advance(1_000);
+    t.ok(await allowed(slot, 'd'), 'free after its own 4 s');
+  },
+);
 
 t.test('maxKeys bounds each store: expired windows go first, then the oldest', async (t) => {
   const c = clock();
@@ -151,21 +160,28 @@ t.test('maxKeys bounds each store: expired windows go first, then the oldest', a
   d.advance(2_000);
   sweeping.upsert('new', 1, 60_000);
   t.equal(sweeping.size, 3);
-  t.same(['live-1', 'live-2', 'new'].map((k) => sweeping.get(k)?.points), [1, 1, 1], 'the expired window made room; the live ones stayed');
+  t.same(
+    ['live-1', 'live-2', 'new'].map((k) => sweeping.get(k)?.points),
+    [1, 1, 1],
+    'the expired window made room; the live ones stayed',
+  );
   t.equal(sweeping.get('short'), null);
 });
 
-t.test('a flood of junk keys on one rule cannot evict another rule\'s exhausted window; memory per rule stays bounded', async (t) => {
-  const c = clock();
-  const token = limiter(c, 3, 60, 100);
-  const tokenIp = limiter(c, 1_000_000, 60, 100);
-  for (let i = 0; i < 3; i++) t.ok(await allowed(token, 'real-client\u0000198.51.100.7'));
-  t.notOk(await allowed(token, 'real-client\u0000198.51.100.7'), 'the real client\'s window is exhausted');
-  for (let i = 0; i < 5_000; i++) await hit(tokenIp, `junk-${i}`);
-  t.equal(tokenIp.store.size, 100, 'the flooded rule keeps at most its own maxKeys windows');
-  t.equal(token.store.size, 1, 'the other rule\'s store is untouched');
-  t.notOk(await allowed(token, 'real-client\u0000198.51.100.7'), 'and its exhausted window still refuses');
-});
+t.test(
+  "a flood of junk keys on one rule cannot evict another rule's exhausted window; memory per rule stays bounded",
+  async (t) => {
+    const c = clock();
+    const token = limiter(c, 3, 60, 100);
+    const tokenIp = limiter(c, 1_000_000, 60, 100);
+    for (let i = 0; i < 3; i++) t.ok(await allowed(token, 'real-client\u0000198.51.100.7'));
+    t.notOk(await allowed(token, 'real-client\u0000198.51.100.7'), "the real client's window is exhausted");
+    for (let i = 0; i < 5_000; i++) await hit(tokenIp, `junk-${i}`);
+    t.equal(tokenIp.store.size, 100, 'the flooded rule keeps at most its own maxKeys windows');
+    t.equal(token.store.size, 1, "the other rule's store is untouched");
+    t.notOk(await allowed(token, 'real-client\u0000198.51.100.7'), 'and its exhausted window still refuses');
+  },
+);
 
 t.test('sweep drops expired windows and keeps live ones; a timer sweeps on its own; close() stops it', async (t) => {
   const c = clock();
@@ -237,6 +253,10 @@ t.test('device cookies: signed, naming accounts by tag, a few accounts per brows
   const [nonce, tags, mac] = first.split('.') as [string, string, string];
   const bob = devices.tag('bob@example.com');
   t.equal(devices.read(`${nonce}.${bob}.${mac}`), undefined, 'another account cannot be swapped in');
-  t.equal(devices.read(`${nonce}.${tags}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`), undefined, 'a changed signature is refused');
+  t.equal(
+    devices.read(`${nonce}.${tags}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`),
+    undefined,
+    'a changed signature is refused',
+  );
   t.equal(createDeviceCookies('x'.repeat(40)).read(first), undefined, 'a cookie under another key is refused');
 });

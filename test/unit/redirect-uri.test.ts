@@ -1,9 +1,22 @@
 import t from 'tap';
-import { isLoopbackHost, originOf, redirectPathProblem, redirectUriProblem, webOriginProblem, webUrlProblem } from '../../src/oauth/redirect-uri.js';
+import {
+  isLoopbackHost,
+  originOf,
+  redirectPathProblem,
+  redirectUriProblem,
+  webOriginProblem,
+  webUrlProblem,
+} from '../../src/oauth/redirect-uri.js';
 
 t.test('redirect URIs: https anywhere, http only on loopback', async (t) => {
-  for (const ok of ['https://app.example.com/cb', 'https://app.example.com:8443/a/b?x=1', 'http://localhost:8080/cb',
-    'http://127.0.0.1/cb', 'http://[::1]:3000/cb', 'http://dev.localhost/cb']) {
+  for (const ok of [
+    'https://app.example.com/cb',
+    'https://app.example.com:8443/a/b?x=1',
+    'http://localhost:8080/cb',
+    'http://127.0.0.1/cb',
+    'http://[::1]:3000/cb',
+    'http://dev.localhost/cb',
+  ]) {
     t.equal(redirectUriProblem(ok), undefined, ok);
   }
   t.match(redirectUriProblem('http://app.example.com/cb'), /loopback/);

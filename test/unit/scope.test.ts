@@ -32,20 +32,45 @@ t.test('absent or empty scope means openid (the provider default)', async (t) =>
 
 t.test('unknown scopes are invalid_scope', async (t) => {
   invalidScope(t, () => parseRequestedScope('openid foo', ALL), /unknown scope: foo/, 'foo');
-  invalidScope(t, () => parseRequestedScope('openid OpenID', ALL), /unknown scope: OpenID/, 'scope names are case-sensitive');
+  invalidScope(
+    t,
+    () => parseRequestedScope('openid OpenID', ALL),
+    /unknown scope: OpenID/,
+    'scope names are case-sensitive',
+  );
   invalidScope(t, () => parseRequestedScope('OPENID', ALL), /unknown scope/, 'OPENID');
-  invalidScope(t, () => parseRequestedScope('openid address phone', ALL), /unknown scope: address phone/, 'standard OIDC scopes this provider does not have');
+  invalidScope(
+    t,
+    () => parseRequestedScope('openid address phone', ALL),
+    /unknown scope: address phone/,
+    'standard OIDC scopes this provider does not have',
+  );
 });
 
 t.test('scopes the application may not request are invalid_scope', async (t) => {
-  invalidScope(t, () => parseRequestedScope('openid permissions', DEFAULT_ALLOWED_SCOPES), /not allowed for this client: permissions/, 'permissions');
+  invalidScope(
+    t,
+    () => parseRequestedScope('openid permissions', DEFAULT_ALLOWED_SCOPES),
+    /not allowed for this client: permissions/,
+    'permissions',
+  );
   invalidScope(t, () => parseRequestedScope('openid email', ['openid']), /not allowed for this client: email/, 'email');
-  invalidScope(t, () => parseRequestedScope(undefined, ['profile']), /not allowed for this client: openid/, 'the default openid when the client may not ask for it');
+  invalidScope(
+    t,
+    () => parseRequestedScope(undefined, ['profile']),
+    /not allowed for this client: openid/,
+    'the default openid when the client may not ask for it',
+  );
 });
 
 t.test('a request without openid is invalid_scope', async (t) => {
   invalidScope(t, () => parseRequestedScope('profile', ALL), /openid scope is required/, 'profile alone');
-  invalidScope(t, () => parseRequestedScope('email offline_access', ALL), /openid scope is required/, 'email offline_access');
+  invalidScope(
+    t,
+    () => parseRequestedScope('email offline_access', ALL),
+    /openid scope is required/,
+    'email offline_access',
+  );
 });
 
 t.test('duplicates are dropped and the result is in the canonical order of the scope table', async (t) => {
@@ -58,8 +83,21 @@ t.test('duplicates are dropped and the result is in the canonical order of the s
 
 t.test('characters outside RFC 6749 §3.3 scope-token are invalid_scope', async (t) => {
   // scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by %x20.
-  for (const bad of ['openid\tprofile', 'openid\nprofile', 'openid "profile"', 'openid\\profile', 'openid prøfile', 'openid\u0000', 'openid\u00a0profile']) {
-    invalidScope(t, () => parseRequestedScope(bad, ALL), /characters that RFC 6749 section 3.3 does not allow/, JSON.stringify(bad));
+  for (const bad of [
+    'openid\tprofile',
+    'openid\nprofile',
+    'openid "profile"',
+    'openid\\profile',
+    'openid prøfile',
+    'openid\u0000',
+    'openid\u00a0profile',
+  ]) {
+    invalidScope(
+      t,
+      () => parseRequestedScope(bad, ALL),
+      /characters that RFC 6749 section 3.3 does not allow/,
+      JSON.stringify(bad),
+    );
   }
   // Legal but unknown characters are an unknown scope, not a syntax error.
   invalidScope(t, () => parseRequestedScope('openid a!#[]~', ALL), /unknown scope/, 'legal punctuation');

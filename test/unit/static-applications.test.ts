@@ -12,12 +12,26 @@ const write = (name: string, content: string) => {
 };
 
 t.test('a valid file is loaded with defaults, sorted and read-only', async (t) => {
-  const file = write('ok.json', JSON.stringify({ applications: [
-    { clientId: 'zeta', clientName: 'Zeta', redirectUris: ['https://z.example/cb'] },
-    { clientId: 'alpha', clientName: 'Alpha', redirectUris: ['http://localhost:3001/cb'], allowedWebOrigins: ['http://localhost:3001'], allowedScopes: ['openid', 'permissions'] },
-  ] }));
+  const file = write(
+    'ok.json',
+    JSON.stringify({
+      applications: [
+        { clientId: 'zeta', clientName: 'Zeta', redirectUris: ['https://z.example/cb'] },
+        {
+          clientId: 'alpha',
+          clientName: 'Alpha',
+          redirectUris: ['http://localhost:3001/cb'],
+          allowedWebOrigins: ['http://localhost:3001'],
+          allowedScopes: ['openid', 'permissions'],
+        },
+      ],
+    }),
+  );
   const apps = loadStaticApplications(file);
-  t.same(apps.all().map((a) => a.clientId), ['alpha', 'zeta']);
+  t.same(
+    apps.all().map((a) => a.clientId),
+    ['alpha', 'zeta'],
+  );
   const zeta = apps.get('zeta')!;
   t.equal(zeta.source, 'static');
   t.same(zeta.allowedScopes, ['openid', 'profile', 'email', 'offline_access']);
@@ -29,7 +43,10 @@ t.test('a valid file is loaded with defaults, sorted and read-only', async (t) =
 });
 
 t.test('a bare array is accepted too', async (t) => {
-  const file = write('array.json', JSON.stringify([{ clientId: 'a', clientName: 'A', redirectUris: ['https://a.example/cb'] }]));
+  const file = write(
+    'array.json',
+    JSON.stringify([{ clientId: 'a', clientName: 'A', redirectUris: ['https://a.example/cb'] }]),
+  );
   t.equal(loadStaticApplications(file).all().length, 1);
 });
 
@@ -38,11 +55,21 @@ t.test('no file means no static applications', async (t) => {
 });
 
 t.test('every problem of a bad file is listed with its path', async (t) => {
-  const file = write('bad.json', JSON.stringify({ applications: [
-    { clientId: 'dup', clientName: 'A', redirectUris: ['http://evil.example/cb'] },
-    { clientId: 'dup', clientName: 'B', redirectUris: ['https://b.example/cb'], allowedWebOrigins: ['https://b.example/'] },
-    { clientName: 'no id', redirectUris: ['https://c.example/cb'], colour: 'red' },
-  ] }));
+  const file = write(
+    'bad.json',
+    JSON.stringify({
+      applications: [
+        { clientId: 'dup', clientName: 'A', redirectUris: ['http://evil.example/cb'] },
+        {
+          clientId: 'dup',
+          clientName: 'B',
+          redirectUris: ['https://b.example/cb'],
+          allowedWebOrigins: ['https://b.example/'],
+        },
+        { clientName: 'no id', redirectUris: ['https://c.example/cb'], colour: 'red' },
+      ],
+    }),
+  );
   const error = t.throws(() => loadStaticApplications(file)) as StaticApplicationsError;
   t.ok(error instanceof StaticApplicationsError);
   const fields = error.problems.map((p) => p.field);
@@ -57,5 +84,7 @@ t.test('every problem of a bad file is listed with its path', async (t) => {
 t.test('unreadable and malformed files fail clearly', async (t) => {
   t.throws(() => loadStaticApplications(join(dir, 'missing.json')), { message: /cannot be read: ENOENT/ });
   t.throws(() => loadStaticApplications(write('broken.json', '{ nope')), { message: /is not valid JSON/ });
-  t.throws(() => loadStaticApplications(write('object.json', '{"apps": []}')), { message: /must be a JSON array of applications/ });
+  t.throws(() => loadStaticApplications(write('object.json', '{"apps": []}')), {
+    message: /must be a JSON array of applications/,
+  });
 });

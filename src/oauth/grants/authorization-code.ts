@@ -41,7 +41,8 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
   async handle(params, client, store) {
     if (!client.enabled) throw new OAuthError('invalid_client', 'this application is disabled');
     const [code, verifier, redirectUri] = requireParameters(this, params) as [string, string, string];
-    if (!isValidCodeVerifier(verifier)) throw new OAuthError('invalid_request', 'code_verifier must be 43-128 unreserved characters');
+    if (!isValidCodeVerifier(verifier))
+      throw new OAuthError('invalid_request', 'code_verifier must be 43-128 unreserved characters');
     if (code.length > 256) throw invalidCode();
 
     const consumed = await store.consumeCode(hashToken(code));
@@ -51,10 +52,13 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       await store.revokeReplayedGrant(row);
       throw invalidCode();
     }
-    if (row.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
+    if (row.clientId !== client.clientId)
+      throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
     if (row.expiresAt.getTime() <= Date.now()) throw invalidCode();
-    if (row.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
-    if (!verifyPkce(verifier, row.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+    if (row.redirectUri !== redirectUri)
+      throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+    if (!verifyPkce(verifier, row.codeChallenge))
+      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     if (!(await store.isUserActive(row.userId))) throw new OAuthError('invalid_grant', 'the user is not available');
 
     // Refresh tokens only when offline_access was granted (decisions.md, Protocol).

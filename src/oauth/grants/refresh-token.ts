@@ -36,7 +36,10 @@ export interface RefreshTransaction {
 
 export interface RefreshTokenStore extends TokenAnswer {
   /** Runs `work` in one transaction with the presented token's row locked (undefined: no such token). */
-  withLockedToken<T>(tokenHash: string, work: (token: LockedRefreshToken | undefined, tx: RefreshTransaction) => Promise<T>): Promise<T>;
+  withLockedToken<T>(
+    tokenHash: string,
+    work: (token: LockedRefreshToken | undefined, tx: RefreshTransaction) => Promise<T>,
+  ): Promise<T>;
 }
 
 const invalid = (why: string) => new OAuthError('invalid_grant', why);
@@ -80,7 +83,8 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
       if (requestedScope !== undefined) {
         const requested = splitScope(requestedScope);
         const wider = requested.filter((s) => !grantScopes.includes(s));
-        if (wider.length) return { error: new OAuthError('invalid_scope', `scope exceeds the original grant: ${wider.join(' ')}`) };
+        if (wider.length)
+          return { error: new OAuthError('invalid_scope', `scope exceeds the original grant: ${wider.join(' ')}`) };
         if (requested.length === 0) return { error: new OAuthError('invalid_scope', 'scope must not be empty') };
         scopes = grantScopes.filter((s) => requested.includes(s));
       }
