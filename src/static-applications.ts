@@ -17,7 +17,7 @@ export class StaticApplicationsError extends Error {
     readonly problems: FieldProblem[],
   ) {
     super(
-      `Invalid static applications file ${file}:\n` + problems.map((p) => `  - ${p.field}: ${p.message}`).join('\n'),
+      `Invalid static applications file ${file}:\n${problems.map((p) => `  - ${p.field}: ${p.message}`).join('\n')}`,
     );
     this.name = 'StaticApplicationsError';
   }

@@ -41,8 +41,7 @@ const TWO_WAYS = 'the access token must be sent one way only, in the Authorizati
 
 /** `access_token` in the query string or the form body, next to the Authorization header. */
 function tokenAlsoElsewhere(request: FastifyRequest): boolean {
-  const has = (o: unknown) =>
-    typeof o === 'object' && o !== null && Object.prototype.hasOwnProperty.call(o, 'access_token');
+  const has = (o: unknown) => typeof o === 'object' && o !== null && Object.hasOwn(o, 'access_token');
   const formBody = /^application\/x-www-form-urlencoded/i.test(String(request.headers['content-type'] ?? ''));
   return has(request.query) || (formBody && has(request.body));
 }

@@ -102,7 +102,7 @@ const tokenCookiePlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async (
           throw new OAuthError('invalid_grant', 'there is no refresh cookie; sign in again', { status: 401 });
         body = { ...body, refresh_token: cookie };
       }
-      let tokens;
+      let tokens: Awaited<ReturnType<typeof tokenRequest>>;
       try {
         tokens = await tokenRequest(app, request, reply, body);
       } catch (error) {

@@ -69,7 +69,7 @@ const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
           .send({ error: 'INVALID_CLIENT_ID' as const });
       const client = await app.services.applications.find(clientId);
       // A disabled application is as absent as a missing one.
-      if (!client || !client.enabled)
+      if (!client?.enabled)
         return reply
           .code(404)
           .header('cache-control', 'public, max-age=60')

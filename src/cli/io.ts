@@ -36,8 +36,8 @@ export function printList<T>(
   page: { items: T[]; nextCursor?: string | null },
   view: ListView<T>,
 ): void {
-  if (json) return io.out(JSON.stringify(page, null, 2));
-  if (page.items.length === 0) return io.out(view.empty);
-  io.out(table([view.header, ...page.items.map(view.row)]));
+  if (json) io.out(JSON.stringify(page, null, 2));
+  else if (page.items.length === 0) io.out(view.empty);
+  else io.out(table([view.header, ...page.items.map(view.row)]));
   if (page.nextCursor) io.out(`\nMore: ${view.command} --cursor ${page.nextCursor}`);
 }

@@ -36,7 +36,7 @@ export async function keysCommand(sub: string | undefined, rest: string[], io: I
       jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS,
       refreshSeconds: KEYS_REFRESH_SECONDS,
     });
-    let keys;
+    let keys: Awaited<ReturnType<typeof service.list>>;
     if (sub === 'list') {
       keys = await service.list();
     } else if (sub === 'rotate') {

@@ -116,7 +116,13 @@ export function createMailer(options: MailerOptions): Mailer {
 
   const wait = (ms: number) =>
     new Promise<void>((resolve) => {
-      const entry = { timer: setTimeout(() => (timers.delete(entry), resolve()), ms), wake: resolve };
+      const entry = {
+        timer: setTimeout(() => {
+          timers.delete(entry);
+          resolve();
+        }, ms),
+        wake: resolve,
+      };
       timers.add(entry);
     });
 

@@ -60,7 +60,9 @@ function decodeCursor(cursor: string | undefined): string | undefined {
 export function createApplicationService(deps: ApplicationServiceDeps) {
   const { db, staticApplications } = deps;
   const listeners: Array<(clientId: string) => void> = deps.onChange ? [deps.onChange] : [];
-  const changed = (clientId: string) => listeners.forEach((l) => l(clientId));
+  const changed = (clientId: string) => {
+    for (const listener of listeners) listener(clientId);
+  };
 
   function readOnly(clientId: string): AppError {
     return new AppError(

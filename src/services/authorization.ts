@@ -245,7 +245,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
 
   async function decideFor(request: AuthorizationRequestRow, ctx: SessionContext | undefined): Promise<Decision> {
     const app = await deps.applications.find(request.client_id);
-    if (!app || !app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
+    if (!app?.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
     const step = await nextStep(request, ctx);
     if (typeof step === 'object') {
       // An error ends the request: it cannot be continued afterwards.

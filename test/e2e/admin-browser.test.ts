@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as client from 'openid-client';
-import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
 import { chromiumSkip, launchChromium, startCallbackServer } from '../helpers/chromium.js';
 

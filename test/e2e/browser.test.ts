@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { startTestServer } from '../helpers/server.js';
 import { linkIn } from '../helpers/smtp.js';

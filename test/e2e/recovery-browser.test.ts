@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
 import { linkIn, type CapturedMail } from '../helpers/smtp.js';
 import { chromiumSkip, launchChromium } from '../helpers/chromium.js';

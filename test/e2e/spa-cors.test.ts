@@ -15,7 +15,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
 import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
 
@@ -420,7 +420,7 @@ t.test(
         'the token response names the SPA origin',
       );
       t.notOk(tokenPost?.responseHeaders?.['access-control-allow-credentials'], 'and never allows credentials');
-      t.match(tokenPost?.responseHeaders?.['vary'] ?? '', /origin/i, 'Vary: Origin');
+      t.match(tokenPost?.responseHeaders?.vary ?? '', /origin/i, 'Vary: Origin');
       t.notOk(tokenPost?.failure, 'the browser let the SPA read it');
 
       const preflight = find(seen, 'OPTIONS', meUrl);

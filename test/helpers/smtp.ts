@@ -52,7 +52,13 @@ export async function startSmtp() {
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no mail for ${to} within ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({ match, resolve: (m) => (clearTimeout(timer), resolve(m)) });
+        waiters.push({
+          match,
+          resolve: (m) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        });
       });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

@@ -12,7 +12,7 @@ import { listAuditEvents } from '../../db/repositories/audit.js';
 
 type Form = Record<string, string | string[]>;
 
-const unescape = (s: string) =>
+const unescapeHtml = (s: string) =>
   s
     .replace(/&quot;/g, '"')
     .replace(/&#39;/g, "'")
@@ -27,7 +27,7 @@ function formFields(body: string, action: string): Record<string, string> {
   if (!form) throw new Error(`no form posting to ${action}`);
   const fields: Record<string, string> = {};
   for (const m of form[1]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
-    fields[m[1]!] = unescape(m[2]!);
+    fields[m[1]!] = unescapeHtml(m[2]!);
   return fields;
 }
 
@@ -36,12 +36,12 @@ const hasForm = (body: string, action: string) => body.includes(`<form method="p
 /** The inline error shown under a field (its id is f-<name>-error), unescaped; undefined when none. */
 function fieldError(body: string, name: string): string | undefined {
   const m = new RegExp(`<p class="error" id="f-${name}-error">([^<]*)</p>`).exec(body);
-  return m ? unescape(m[1]!) : undefined;
+  return m ? unescapeHtml(m[1]!) : undefined;
 }
 
 const textOf = (body: string, id: string) => {
   const m = new RegExp(`id="${id}">([^<]*)<`).exec(body);
-  return m ? unescape(m[1]!) : undefined;
+  return m ? unescapeHtml(m[1]!) : undefined;
 };
 
 /** A cookie jar over app.inject: what a browser without JavaScript would do. */
@@ -478,7 +478,7 @@ t.test('a signed-out visitor is sent to sign-in with return_to, and comes back a
     `${config.adminUrl}/applications?q=Target`,
     'back to the admin page first asked for',
   );
-  const back = await visitor.get(new URL(String(signedIn.headers.location)).pathname + '?q=Target');
+  const back = await visitor.get(`${new URL(String(signedIn.headers.location)).pathname}?q=Target`);
   t.equal(back.statusCode, 200);
   t.match(back.body, /Target/);
 
@@ -743,12 +743,12 @@ t.test('applications: create with bad input, then good; the created page; list a
     `${config.issuer}/.well-known/openid-configuration`,
     '#discovery-url',
   );
-  const openidClient = unescape(/<code id="snippet-openid-client">([\s\S]*?)<\/code>/.exec(createdPage.body)![1]!);
+  const openidClient = unescapeHtml(/<code id="snippet-openid-client">([\s\S]*?)<\/code>/.exec(createdPage.body)![1]!);
   t.match(openidClient, `client.discovery(new URL('${config.issuer}'), '${clientId}')`);
   t.match(openidClient, "redirect_uri: 'https://rp.example.com/callback'");
   t.match(openidClient, "scope: 'openid email offline_access'");
   t.match(openidClient, "code_challenge_method: 'S256'");
-  const oauth4 = unescape(/<code id="snippet-oauth4webapi">([\s\S]*?)<\/code>/.exec(createdPage.body)![1]!);
+  const oauth4 = unescapeHtml(/<code id="snippet-oauth4webapi">([\s\S]*?)<\/code>/.exec(createdPage.body)![1]!);
   t.match(oauth4, `client_id: '${clientId}'`);
   t.match(oauth4, `new URL('${config.issuer}')`);
   t.match(oauth4, "code_challenge_method: 'S256'");
@@ -1314,7 +1314,7 @@ t.test(
     const u = await app.services.users.create({ email: 'csrf-target@example.com', password }, { actor: 'test' });
     const before = (await listAuditEvents(app.db)).length;
     const csrf = await admin.agent.csrf();
-    const { ['idp.csrf']: _dropped, ...withoutCsrfCookie } = admin.agent.jar;
+    const { 'idp.csrf': _dropped, ...withoutCsrfCookie } = admin.agent.jar;
     const posts = [
       ...gatedRoutes(a.clientId, u.id).filter((r) => r.method === 'POST'),
       { route: 'POST /admin/sign-out', path: '/admin/sign-out', form: {} as Form, method: 'POST' },
@@ -1405,13 +1405,13 @@ t.test('the audit page: filters by type, user, application and UTC time; paging 
     ].map((m) => ({
       time: m[1]!,
       type: m[2]!,
-      actor: unescape(m[3]!),
+      actor: unescapeHtml(m[3]!),
       ...(m[4] && { userId: m[4] }),
       ...(m[5] && { clientId: m[5] }),
     }));
   const older = (body: string) => {
     const m = /<a href="(\/admin\/audit\?[^"]+)">Older events<\/a>/.exec(body);
-    return m ? unescape(m[1]!) : undefined;
+    return m ? unescapeHtml(m[1]!) : undefined;
   };
 
   const all = await agent.get('/admin/audit');
@@ -1531,7 +1531,7 @@ t.test('every admin-web change is attributed to admin:<email> in the audit API t
 t.test('every logo the admin web shows is one its CSP lets the browser load', async (t) => {
   // img-src of the page's CSP: 'self', https: and data: only.
   const allowedByCsp = (src: string) => src.startsWith('https:') || src.startsWith('data:') || src.startsWith('/');
-  const images = (body: string) => [...body.matchAll(/<img [^>]*src="([^"]*)"/g)].map((m) => unescape(m[1]!));
+  const images = (body: string) => [...body.matchAll(/<img [^>]*src="([^"]*)"/g)].map((m) => unescapeHtml(m[1]!));
   const check = (body: string, what: string) => {
     for (const src of images(body))
       t.ok(allowedByCsp(src), `${what}: <img src="${src}"> is allowed by img-src 'self' https: data:`);

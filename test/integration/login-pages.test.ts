@@ -1,6 +1,6 @@
 // The hosted login pages and their JSON twins: security headers, CSRF, errors, sessions, verification.
 import t from 'tap';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { generateToken } from '../../src/oauth/tokens.js';
 import { hash } from '@node-rs/argon2';
 import { buildTestApp } from '../helpers/app.js';
