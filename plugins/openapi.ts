@@ -42,7 +42,9 @@ export default fp(
         info: {
           title: 'idp: OpenID Connect provider and external user API',
           version: '1',
-          description: `Issuer ${config.issuer}. Relying parties should start from ${config.issuer}/.well-known/openid-configuration.`,
+          description:
+            `Issuer ${config.issuer}. ` +
+            `Relying parties should start from ${config.issuer}/.well-known/openid-configuration.`,
         },
         servers: [{ url: config.baseUrl }],
         components: {

@@ -180,7 +180,8 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
               : {
                   title: 'This link does not work',
                   message:
-                    'The setup link is invalid, expired or was used already. Restart the server for a new one, or run: idp users create --admin --email EMAIL --password-stdin',
+                    'The setup link is invalid, expired or was used already. Restart the server for a new one, ' +
+                    'or run: idp users create --admin --email EMAIL --password-stdin',
                 },
           ),
           400,
@@ -405,7 +406,9 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
       reply,
       views.confirmPage(admin.frame, {
         title: `Delete ${found.clientName}?`,
-        message: `Every sign-in of this application stops working at once, and its tokens are deleted. This cannot be undone; disabling it can.`,
+        message:
+          'Every sign-in of this application stops working at once, and its tokens are deleted. ' +
+          'This cannot be undone; disabling it can.',
         action: `${base}/delete`,
         button: 'Delete application',
         current: 'applications',
@@ -514,7 +517,8 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
       views.confirmPage(admin.frame, {
         title: 'Rotate the signing keys?',
         message:
-          'The published next key becomes the signing key and a new next key is published. Tokens signed before stay valid.',
+          'The published next key becomes the signing key and a new next key is published. ' +
+          'Tokens signed before stay valid.',
         action: `${adminPath}/keys/rotate`,
         button: 'Rotate now',
         current: 'keys',

@@ -70,7 +70,8 @@ export default fp(
     const { enabled, rules, maxKeys, signInDelay } = config.rateLimits;
     if (!enabled) {
       app.log.warn(
-        'RATE LIMITS ARE OFF (RATE_LIMITS=off): sign-in, password reset and token endpoints are open to brute force. Use this only for load tests and conformance runs.',
+        'RATE LIMITS ARE OFF (RATE_LIMITS=off): sign-in, password reset and token endpoints are open to brute force. ' +
+          'Use this only for load tests and conformance runs.',
       );
     }
     const limiters = Object.fromEntries(

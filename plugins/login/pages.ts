@@ -50,7 +50,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
     if (!found)
       throw new AuthorizeRenderError(
         'invalid_request',
-        'This sign-in request has expired or was already used (or was started in another browser). Go back to the application and start again.',
+        'This sign-in request has expired or was already used (or was started in another browser). ' +
+          'Go back to the application and start again.',
       );
     return found;
   }

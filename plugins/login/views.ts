@@ -1,5 +1,7 @@
 // Hosted login pages: server-rendered, no JavaScript, every value escaped by html``. The frame (layout,
 // stylesheet, message and error pages) is plugins/pages/hosted.ts; the markup helpers are the page kit.
+// Long lines of markup and CSS end in a backslash: a line continuation inside a template literal adds nothing
+// to the string, so the line after it starts at column 0 (indentation there would become part of the output).
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { alert as formError, field as kitField, hidden, html, type Html } from '../pages/kit.js';
 import { layout, type AppBrand } from '../pages/hosted.js';
@@ -22,7 +24,10 @@ function field(options: {
   required?: boolean;
 }): Html {
   const id = `field-${options.name}`;
-  const control = html`<input id="${id}" name="${options.name}" type="${options.type}" autocomplete="${options.autocomplete}"${options.value !== undefined ? html` value="${options.value}"` : ''}${options.required === false ? '' : html` required`}${options.autofocus ? html` autofocus` : ''}${options.error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>`;
+  const control = html`<input id="${id}" name="${options.name}" type="${options.type}" \
+autocomplete="${options.autocomplete}"${options.value !== undefined ? html` value="${options.value}"` : ''}\
+${options.required === false ? '' : html` required`}${options.autofocus ? html` autofocus` : ''}\
+${options.error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>`;
   return kitField({ id, label: options.label, control, error: options.error, separator: '\n' });
 }
 
@@ -45,8 +50,22 @@ export function signInPage(o: {
 ${o.reauthenticate ? html`<p class="notice" role="status">Enter your password again to continue.</p>` : ''}
 <form method="post" action="${o.loginPath}/sign-in" novalidate>
 ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}${hidden('return_to', o.returnTo)}
-${field({ name: 'email', label: 'E-mail address', type: 'email', value: o.email, autocomplete: 'username', autofocus: !o.email })}
-${field({ name: 'password', label: 'Password', type: 'password', autocomplete: 'current-password', autofocus: Boolean(o.email), error: o.error })}
+${field({
+  name: 'email',
+  label: 'E-mail address',
+  type: 'email',
+  value: o.email,
+  autocomplete: 'username',
+  autofocus: !o.email,
+})}
+${field({
+  name: 'password',
+  label: 'Password',
+  type: 'password',
+  autocomplete: 'current-password',
+  autofocus: Boolean(o.email),
+  error: o.error,
+})}
 <button type="submit">Sign in</button>
 </form>
 <p><a href="${o.loginPath}/forgot-password">Forgot your password?</a></p>
@@ -73,9 +92,31 @@ export function signUpPage(o: {
 ${formError(o.error)}
 <form method="post" action="${o.loginPath}/sign-up" novalidate>
 ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
-${field({ name: 'name', label: 'Name', type: 'text', value: o.values?.name, autocomplete: 'name', error: errors.name, autofocus: true, required: false })}
-${field({ name: 'email', label: 'E-mail address', type: 'email', value: o.values?.email, autocomplete: 'email', error: errors.email })}
-${field({ name: 'password', label: 'Password (at least 8 characters)', type: 'password', autocomplete: 'new-password', error: errors.password })}
+${field({
+  name: 'name',
+  label: 'Name',
+  type: 'text',
+  value: o.values?.name,
+  autocomplete: 'name',
+  error: errors.name,
+  autofocus: true,
+  required: false,
+})}
+${field({
+  name: 'email',
+  label: 'E-mail address',
+  type: 'email',
+  value: o.values?.email,
+  autocomplete: 'email',
+  error: errors.email,
+})}
+${field({
+  name: 'password',
+  label: 'Password (at least 8 characters)',
+  type: 'password',
+  autocomplete: 'new-password',
+  error: errors.password,
+})}
 <button type="submit">Create account</button>
 </form>
 <p>Have an account? <a href="${o.loginPath}/sign-in${q}">Sign in</a></p>`,
@@ -135,7 +176,8 @@ export function signedInPage(o: { loginPath: string; csrf: string; email: string
     title: 'Signed in',
     loginPath: o.loginPath,
     body: html`<h1>Signed in</h1><p>You are signed in as <strong>${o.email}</strong>.</p>
-<form method="post" action="${o.loginPath}/sign-out">${hidden('csrf', o.csrf)}<button type="submit" class="secondary">Sign out</button></form>`,
+<form method="post" action="${o.loginPath}/sign-out">${hidden('csrf', o.csrf)}\
+<button type="submit" class="secondary">Sign out</button></form>`,
   });
 }
 
@@ -151,13 +193,22 @@ export function forgotPasswordPage(o: {
     loginPath: o.loginPath,
     body: o.sent
       ? html`<h1>Check your e-mail</h1>
-<p role="status">If this email exists in our system, check your email for the reset link. It works once and expires soon.</p>
+<p role="status">If this email exists in our system, check your email for the reset link. \
+It works once and expires soon.</p>
 <p><a href="${o.loginPath}/sign-in">Back to sign in</a></p>`
       : html`<h1>Reset your password</h1>
 <p>Enter the e-mail address of your account; we will send you a link to choose a new password.</p>
 <form method="post" action="${o.loginPath}/forgot-password" novalidate>
 ${hidden('csrf', o.csrf)}
-${field({ name: 'email', label: 'E-mail address', type: 'email', value: o.email, autocomplete: 'username', autofocus: true, error: o.error })}
+${field({
+  name: 'email',
+  label: 'E-mail address',
+  type: 'email',
+  value: o.email,
+  autocomplete: 'username',
+  autofocus: true,
+  error: o.error,
+})}
 <button type="submit">Send the link</button>
 </form>
 <p><a href="${o.loginPath}/sign-in">Back to sign in</a></p>`,
@@ -172,8 +223,22 @@ export function resetPasswordPage(o: { loginPath: string; csrf: string; token: s
     body: html`<h1>Choose a new password</h1>
 <form method="post" action="${o.loginPath}/reset-password" novalidate>
 ${hidden('csrf', o.csrf)}${hidden('token', o.token)}
-${field({ name: 'newPassword', label: 'New password (8 to 128 characters)', type: 'password', autocomplete: 'new-password', autofocus: !errors.confirmPassword || Boolean(errors.newPassword), error: errors.newPassword })}
-${field({ name: 'confirmPassword', label: 'Repeat the new password', type: 'password', autocomplete: 'new-password', autofocus: Boolean(errors.confirmPassword) && !errors.newPassword, error: errors.confirmPassword })}
+${field({
+  name: 'newPassword',
+  label: 'New password (8 to 128 characters)',
+  type: 'password',
+  autocomplete: 'new-password',
+  autofocus: !errors.confirmPassword || Boolean(errors.newPassword),
+  error: errors.newPassword,
+})}
+${field({
+  name: 'confirmPassword',
+  label: 'Repeat the new password',
+  type: 'password',
+  autocomplete: 'new-password',
+  autofocus: Boolean(errors.confirmPassword) && !errors.newPassword,
+  error: errors.confirmPassword,
+})}
 <button type="submit">Change password</button>
 </form>`,
   });

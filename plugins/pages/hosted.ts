@@ -1,6 +1,8 @@
 // The frame of the hosted pages under LOGIN_URL's path (sign-in, consent, end-session, the authorize
 // error page): their layout, stylesheet, and the message and error pages that the login and the OpenID
 // plugins both render.
+// Long lines of markup and CSS end in a backslash: a line continuation inside a template literal adds nothing
+// to the string, so the line after it starts at column 0 (indentation there would become part of the output).
 import { CSS, htmlDocument, html, hidden, type Html } from './kit.js';
 
 export interface AppBrand {
@@ -14,7 +16,13 @@ export function layout(options: { title: string; loginPath: string; app?: AppBra
     title: `${options.title}${app ? ` · ${app.clientName}` : ''}`,
     stylesheet: `${options.loginPath}/assets/style.css`,
     body: html`<main class="card">
-${app ? html`<header class="brand">${app.clientLogoUrl ? html`<img src="${app.clientLogoUrl}" alt="" width="48" height="48">` : ''}<p>${app.clientName}</p></header>` : ''}
+${
+  app
+    ? html`<header class="brand">\
+${app.clientLogoUrl ? html`<img src="${app.clientLogoUrl}" alt="" width="48" height="48">` : ''}\
+<p>${app.clientName}</p></header>`
+    : ''
+}
 ${options.body}
 </main>`,
   });
@@ -32,7 +40,8 @@ export function messagePage(o: {
     title: o.title,
     loginPath: o.loginPath,
     app: o.app,
-    body: html`<h1>${o.title}</h1><p${o.role ? html` role="${o.role}"` : ''}>${o.message}</p>${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}`,
+    body: html`<h1>${o.title}</h1><p${o.role ? html` role="${o.role}"` : ''}>${o.message}</p>\
+${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}`,
   });
 }
 
@@ -41,7 +50,8 @@ export function errorPage(o: { loginPath: string; error: string; description: st
   return layout({
     title: 'This request cannot be completed',
     loginPath: o.loginPath,
-    body: html`<h1>This request cannot be completed</h1><p role="alert">${o.description}</p><p class="muted">Error code: <code>${o.error}</code></p>`,
+    body: html`<h1>This request cannot be completed</h1><p role="alert">${o.description}</p>\
+<p class="muted">Error code: <code>${o.error}</code></p>`,
   });
 }
 
@@ -70,17 +80,21 @@ ${hidden('csrf', o.csrf)}${Object.entries(o.fields).map(([k, v]) => hidden(k, v)
 }
 
 export const STYLESHEET = `${CSS.reset}
-body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1b1f24}
-.card{background:#fff;max-width:26rem;width:100%;padding:2rem;border-radius:12px;box-shadow:0 2px 12px rgba(0,0,0,.08);margin:1rem}
+body{margin:0;min-height:100vh;display:flex;align-items:center;\
+justify-content:center;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1b1f24}
+.card{background:#fff;max-width:26rem;width:100%;\
+padding:2rem;border-radius:12px;box-shadow:0 2px 12px rgba(0,0,0,.08);margin:1rem}
 ${CSS.heading}
-.brand{display:flex;align-items:center;gap:.75rem;margin-bottom:1rem}.brand img{border-radius:8px}.brand p{margin:0;font-weight:600}
+.brand{display:flex;align-items:center;gap:.75rem;margin-bottom:1rem}\
+.brand img{border-radius:8px}.brand p{margin:0;font-weight:600}
 ${CSS.field}
 input{width:100%;padding:.6rem .7rem;border:1px solid #9aa1ab;border-radius:6px;font:inherit}
 input:focus,button:focus,a:focus{outline:3px solid #2563eb;outline-offset:2px}
 .invalid input{border-color:#b42318}${CSS.error}
 ${CSS.alert}
 ${CSS.notice}
-button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;padding:.65rem 1.1rem;font:inherit;font-weight:600;cursor:pointer}
+button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;\
+padding:.65rem 1.1rem;font:inherit;font-weight:600;cursor:pointer}
 button.secondary{background:#e5e7eb;color:#1b1f24}
 .buttons{display:flex;gap:.75rem}strong{overflow-wrap:anywhere}.scopes{padding-left:1.2rem}${CSS.muted}
 `;

@@ -1,6 +1,8 @@
 // The page kit of every server-rendered page (hosted login pages, end-session, admin web): the security
 // headers, the HTML document, hidden inputs, form fields, alerts, and the rules both stylesheets share.
 // Every value is escaped by html`` (src/html.ts).
+// Long lines of markup and CSS end in a backslash: a line continuation inside a template literal adds nothing
+// to the string, so the line after it starts at column 0 (indentation there would become part of the output).
 import type { FastifyReply } from 'fastify';
 import { html, type Html } from '../../src/html.js';
 
@@ -81,7 +83,8 @@ export function field(o: {
   const hint = o.hint ? html`<p class="hint" id="${o.id}-hint">${o.hint}</p>` : '';
   const error = o.error ? html`<p class="error" id="${o.id}-error">${o.error}</p>` : '';
   const label = html`<label for="${o.id}">${o.label}</label>`;
-  return html`<div class="field${o.error ? ' invalid' : ''}">${nl}${label}${nl}${o.control}${hint}${nl}${error}${nl}</div>`;
+  return html`<div class="field${o.error ? ' invalid' : ''}">\
+${nl}${label}${nl}${o.control}${hint}${nl}${error}${nl}</div>`;
 }
 
 /** Rules both stylesheets share, in the order each stylesheet places them. */
