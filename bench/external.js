@@ -70,7 +70,8 @@ const opts = parseOptions(
   },
   'Usage: node bench/external.js [--duration S per target and round (default 15)] [--connections N (default 50)]\n' +
     '                             [--tokens N access tokens (default 20)] [--rounds N of bare, me (default 2)]\n' +
-    '                             [--warmup S per target, unmeasured (default 2; 0: none)] [--pool DATABASE_POOL_SIZE] [--no-build]',
+    '                             [--warmup S per target, unmeasured (default 2; 0: none)] ' +
+    '[--pool DATABASE_POOL_SIZE] [--no-build]',
 );
 const DURATION_S = wholeNumber('duration', opts.duration, 1, 3600);
 const CONNECTIONS = wholeNumber('connections', opts.connections, 1, 1000);
@@ -127,7 +128,8 @@ async function checkMe(user, token) {
 
 // The bare server: one Fastify route, no logger, no plugins, no database. CommonJS under `node -e`, so
 // require() resolves fastify from the repository's node_modules (cwd).
-const BARE_SCRIPT = `
+const BARE_SCRIPT =
+  `
 const app = require('fastify')({ logger: false });
 const body = JSON.parse(process.env.BARE_BODY);
 app.get('/healthz', async () => ({ ok: true }));
@@ -135,7 +137,8 @@ app.get(${JSON.stringify(PATH)}, async (request, reply) => {
   reply.header('cache-control', 'no-store');
   return body;
 });
-app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) }).catch((error) => { console.error(error); process.exit(1); });
+app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })` +
+  `.catch((error) => { console.error(error); process.exit(1); });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => app.close().then(() => process.exit(0)));
 `;
 
@@ -238,7 +241,8 @@ function describe(label, m) {
       ` | latency p50 ${percentile(sorted, 0.5).toFixed(2)} ms p99 ${percentile(sorted, 0.99).toFixed(2)} ms` +
       ` | ${m.total} responses, non-2xx ${m.non2xx}, errors ${m.errors}, timeouts ${m.timeouts}` +
       ` | statuses ${fmtStatuses(m.statuses)}, ${m.bytesPerResponse.toFixed(0)} B/response` +
-      ` | CPU: ${m.target === 'me' ? 'server' : 'bare'} ${pct(m.serverCpu)}, driver ${pct(m.driverCpu)} | load1 ${m.load1.toFixed(2)}`,
+      ` | CPU: ${m.target === 'me' ? 'server' : 'bare'} ${pct(m.serverCpu)}, driver ${pct(m.driverCpu)}` +
+      ` | load1 ${m.load1.toFixed(2)}`,
   );
 }
 
@@ -266,12 +270,16 @@ async function main() {
   ).version;
   printMachine(loadStart);
   console.log(
-    `configuration: autocannon ${autocannonVersion}, ${CONNECTIONS} connections, pipelining 1, ${DURATION_S} s per target and round, ` +
-      `${ROUNDS} round(s) of bare then me, ${WARMUP_S ? `${WARMUP_S} s unmeasured warm-up per target` : 'no warm-up'}, ` +
+    `configuration: autocannon ${autocannonVersion}, ${CONNECTIONS} connections, pipelining 1, ` +
+      `${DURATION_S} s per target and round, ` +
+      `${ROUNDS} round(s) of bare then me, ` +
+      `${WARMUP_S ? `${WARMUP_S} s unmeasured warm-up per target` : 'no warm-up'}, ` +
       `${TOKENS} access tokens (scope "${SCOPE}", one user each) spread over the requests\n` +
-      `  me:   GET ${PATH} with Authorization: Bearer, node dist/src/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
+      `  me:   GET ${PATH} with Authorization: Bearer, node dist/src/cli.js serve on ${origin}, ` +
+      'NODE_ENV=production, LOG_LEVEL=warn, ' +
       `DATABASE_POOL_SIZE=${POOL ?? '10 (default)'}\n` +
-      `  bare: GET ${PATH}, the same requests, Fastify ${fastifyVersion} (no logger, no plugins) in node -e on ${bareOrigin}, NODE_ENV=production\n` +
+      `  bare: GET ${PATH}, the same requests, Fastify ${fastifyVersion} (no logger, no plugins) ` +
+      `in node -e on ${bareOrigin}, NODE_ENV=production\n` +
       `${databaseLine(pgVersion)}\n` +
       '  driver, both servers and PostgreSQL share this machine',
   );
@@ -325,7 +333,8 @@ async function main() {
     if (i === 0) meBody = r.body;
   }
   console.log(
-    `setup: ${tokens.length} sign-in flows (authorize → sign-in → consent → token) in ${(now() - t).toFixed(0)} ms; every token answered 200 on /me with its own claims`,
+    `setup: ${tokens.length} sign-in flows (authorize → sign-in → consent → token) in ${(now() - t).toFixed(0)} ms; ` +
+      'every token answered 200 on /me with its own claims',
   );
   client.agent.destroy(); // no setup connections left open during the measurement
 
@@ -337,7 +346,8 @@ async function main() {
     readyUrl: `${bareOrigin}/healthz`,
   });
   console.log(
-    `setup: bare Fastify server answered ${bareReady.toFixed(0)} ms after launch; it returns /me's body for the first token (${Buffer.byteLength(meBody)} B)`,
+    `setup: bare Fastify server answered ${bareReady.toFixed(0)} ms after launch; ` +
+      `it returns /me's body for the first token (${Buffer.byteLength(meBody)} B)`,
   );
   if (run.interrupted) return;
 
@@ -355,13 +365,13 @@ async function main() {
       if (run.interrupted || serverProblem()) break;
       warm.push(await measure(targets[key], WARMUP_S, tokens));
     }
-    console.log(
-      `setup: warm-up ${warm.map((m) => `${m.target} ${m.total} responses (non-2xx ${m.non2xx}, errors ${m.errors})`).join(', ')} in ${((now() - t) / 1000).toFixed(1)} s, not counted`,
-    );
+    const warmed = warm.map((m) => `${m.target} ${m.total} responses (non-2xx ${m.non2xx}, errors ${m.errors})`);
+    console.log(`setup: warm-up ${warmed.join(', ')} in ${((now() - t) / 1000).toFixed(1)} s, not counted`);
   }
 
   console.log(
-    '\nrounds (req/s: per-second samples; latency: 2xx responses; CPU: share of one core; load1: 1-minute load average at the start):',
+    '\nrounds (req/s: per-second samples; latency: 2xx responses; CPU: share of one core; ' +
+      'load1: 1-minute load average at the start):',
   );
   const runs = { bare: [], me: [] };
   for (let round = 1; round <= ROUNDS && !run.interrupted; round++) {
@@ -370,7 +380,8 @@ async function main() {
       const problem = serverProblem();
       if (problem)
         throw new Error(
-          `${problem[0]} exited (${problem[1].child.exitCode ?? problem[1].child.signalCode}):\n${problem[1].log.tail.join('\n')}`,
+          `${problem[0]} exited (${problem[1].child.exitCode ?? problem[1].child.signalCode}):\n` +
+            problem[1].log.tail.join('\n'),
         );
       const m = await measure(targets[key], DURATION_S, tokens);
       runs[key].push(m);
@@ -445,8 +456,11 @@ async function main() {
       runs.bare[i] ? (mean(m.samples) / mean(runs.bare[i].samples)).toFixed(3) : '?',
     );
     console.log(
-      `  ratio /me ÷ bare: req/s mean ${(combined.me.mean / combined.bare.mean).toFixed(3)}, median ${(combined.me.median / combined.bare.median).toFixed(3)}` +
-        ` (per round, means: ${perRound.join(', ')}); latency p50 ${(combined.me.p50 / combined.bare.p50).toFixed(2)}×, p99 ${(combined.me.p99 / combined.bare.p99).toFixed(2)}×`,
+      `  ratio /me ÷ bare: req/s mean ${(combined.me.mean / combined.bare.mean).toFixed(3)}, ` +
+        `median ${(combined.me.median / combined.bare.median).toFixed(3)}` +
+        ` (per round, means: ${perRound.join(', ')}); ` +
+        `latency p50 ${(combined.me.p50 / combined.bare.p50).toFixed(2)}×, ` +
+        `p99 ${(combined.me.p99 / combined.bare.p99).toFixed(2)}×`,
     );
   }
 

@@ -92,7 +92,8 @@ async function tokenAndUserinfo(user, auth, code, times) {
   ) {
     throw new StepError(
       'token',
-      `ID token for the wrong sign-in: sub ${claims.sub}, aud ${claims.aud}, nonce ${claims.nonce === auth.nonce ? 'ok' : 'mismatch'}`,
+      `ID token for the wrong sign-in: sub ${claims.sub}, aud ${claims.aud}, ` +
+        `nonce ${claims.nonce === auth.nonce ? 'ok' : 'mismatch'}`,
       200,
     );
   }
@@ -179,8 +180,10 @@ async function runScenario(name, steps, flow) {
   const cpu = readCpu();
 
   console.log(
-    `\nscenario "${name}"${run.interrupted ? ' (INTERRUPTED)' : ''}: ${completed} flows in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} flows/s` +
-      ` (${VUS} users; last flow ended ${elapsed.toFixed(2)} s after the start, all users done after ${finished.toFixed(2)} s), errors ${errors.length}`,
+    `\nscenario "${name}"${run.interrupted ? ' (INTERRUPTED)' : ''}: ` +
+      `${completed} flows in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} flows/s` +
+      ` (${VUS} users; last flow ended ${elapsed.toFixed(2)} s after the start, ` +
+      `all users done after ${finished.toFixed(2)} s), errors ${errors.length}`,
   );
   const rows = [['step', 'n', 'p50 ms', 'p99 ms', 'mean ms', 'max ms']];
   for (const [step, xs] of Object.entries(samples)) {
@@ -197,7 +200,8 @@ async function runScenario(name, steps, flow) {
     console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
   const share = shareOver(finished);
   console.log(
-    `  CPU (share of one core): server process ${share(cpu.server)} (all threads, argon2id included), this driver ${share(cpu.client)}; PostgreSQL not counted`,
+    `  CPU (share of one core): server process ${share(cpu.server)} (all threads, argon2id included), ` +
+      `this driver ${share(cpu.client)}; PostgreSQL not counted`,
   );
   console.log(
     `  HTTP statuses: ${[...client.statusCounts]
@@ -237,7 +241,8 @@ async function main() {
 
   printMachine(loadStart);
   console.log(
-    `configuration: ${VUS} virtual users, ${COUNT ? `${COUNT} flows per user (cap ${DURATION_S} s)` : `${DURATION_S} s`} per scenario, ` +
+    `configuration: ${VUS} virtual users, ` +
+      `${COUNT ? `${COUNT} flows per user (cap ${DURATION_S} s)` : `${DURATION_S} s`} per scenario, ` +
       `scenarios ${opts.scenario}, scope "${SCOPE}", PKCE S256\n` +
       `  server: node dist/src/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
       `DATABASE_POOL_SIZE=${POOL ?? '10 (default)'}; client and server share this machine\n` +

@@ -117,7 +117,8 @@ async function dropDatabase() {
 
 /** The "  database: …" line of the configuration. */
 export const databaseLine = (pgVersion) =>
-  `  database: PostgreSQL ${pgVersion} at ${dbBase.hostname || 'local socket'}:${dbBase.port || 5432}, fresh database ${run.dbName} (dropped at the end)`;
+  `  database: PostgreSQL ${pgVersion} at ${dbBase.hostname || 'local socket'}:${dbBase.port || 5432}, ` +
+  `fresh database ${run.dbName} (dropped at the end)`;
 
 /** A new DATA_DIR under the system temporary directory, removed by cleanup(). */
 export function makeDataDir(prefix) {
@@ -683,7 +684,10 @@ export function handleSignals(message) {
   }
 }
 
-/** Runs `main`; on an error prints it and the processes' last output; exit code 1 (130 if interrupted); always cleans up. */
+/**
+ * Runs `main`; on an error prints it and the processes' last output; exit code 1 (130 if interrupted);
+ * always cleans up.
+ */
 export async function runMain(main) {
   try {
     await main();

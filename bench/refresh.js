@@ -56,7 +56,8 @@ const opts = parseOptions(
     duration: { type: 'string', default: '20' },
     chains: { type: 'string', default: '10' },
   },
-  'Usage: node bench/refresh.js [--duration S (default 20)] [--chains N (default 10)] [--pool DATABASE_POOL_SIZE] [--no-build]',
+  'Usage: node bench/refresh.js [--duration S (default 20)] [--chains N (default 10)] ' +
+    '[--pool DATABASE_POOL_SIZE] [--no-build]',
 );
 const DURATION_S = wholeNumber('duration', opts.duration, 1, 3600);
 const CHAINS = wholeNumber('chains', opts.chains, 1, 200);
@@ -196,8 +197,10 @@ async function runChains(chains) {
   const cpu = readCpu();
 
   console.log(
-    `\nrefresh chains${run.interrupted ? ' (INTERRUPTED)' : ''}: ${completed} refreshes in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} refreshes/s` +
-      ` (${chains.length} chains; last refresh ended ${elapsed.toFixed(2)} s after the start, all chains done after ${finished.toFixed(2)} s), errors ${errors.length}`,
+    `\nrefresh chains${run.interrupted ? ' (INTERRUPTED)' : ''}: ` +
+      `${completed} refreshes in ${elapsed.toFixed(2)} s = ${(completed / elapsed || 0).toFixed(1)} refreshes/s` +
+      ` (${chains.length} chains; last refresh ended ${elapsed.toFixed(2)} s after the start, ` +
+      `all chains done after ${finished.toFixed(2)} s), errors ${errors.length}`,
   );
   const sorted = [...latencies].sort((a, b) => a - b);
   const mean = latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1);
@@ -215,7 +218,8 @@ async function runChains(chains) {
   const fullSeconds = Array.from({ length: Math.floor(finished) }, (_, i) => perSecond[i] ?? 0);
   if (fullSeconds.length) {
     console.log(
-      `  refreshes per whole second: min ${Math.min(...fullSeconds)}, median ${median(fullSeconds)}, max ${Math.max(...fullSeconds)} (${fullSeconds.length} s)`,
+      `  refreshes per whole second: min ${Math.min(...fullSeconds)}, median ${median(fullSeconds)}, ` +
+        `max ${Math.max(...fullSeconds)} (${fullSeconds.length} s)`,
     );
   }
   const perChain = chains.map((c) => c.refreshes);
@@ -224,7 +228,8 @@ async function runChains(chains) {
   );
   const share = shareOver(finished);
   console.log(
-    `  CPU (share of one core): server process ${share(cpu.server)} (all threads), this driver ${share(cpu.client)}; PostgreSQL not counted`,
+    `  CPU (share of one core): server process ${share(cpu.server)} (all threads), ` +
+      `this driver ${share(cpu.client)}; PostgreSQL not counted`,
   );
   console.log(
     `  HTTP statuses: ${
@@ -248,12 +253,14 @@ async function runChains(chains) {
   const ended = chains.filter((c) => c.ended);
   if (ended.length) {
     console.log(
-      `  CHAINS ENDED BY invalid_grant: ${ended.length} of ${chains.length} (a bug or a race in rotation: this driver never sends a token twice unless a request failed)`,
+      `  CHAINS ENDED BY invalid_grant: ${ended.length} of ${chains.length} ` +
+        '(a bug or a race in rotation: this driver never sends a token twice unless a request failed)',
     );
     for (const c of ended) {
       console.log(
         `    chain ${c.index} (${c.user.email}) at ${c.ended.at.toFixed(2)} s after ${c.ended.after} refreshes` +
-          `${c.ended.earlierErrors ? `, after ${c.ended.earlierErrors} earlier error(s) on this chain` : ''}: ${c.ended.message}`,
+          `${c.ended.earlierErrors ? `, after ${c.ended.earlierErrors} earlier error(s) on this chain` : ''}` +
+          `: ${c.ended.message}`,
       );
     }
   }
@@ -281,7 +288,8 @@ async function crossCheck(chains, completed) {
     const ok = r.used === expected.used && r.live === expected.live && r.revoked_grants === expected.revoked_grants;
     console.log(
       `database: ${r.tokens} refresh tokens, ${r.used} used, ${r.live} live, ${r.revoked_grants} revoked grants` +
-        ` (${ok ? 'consistent with' : 'MISMATCH with'} ${completed} successful refreshes on ${chains.length} chains${ok ? '' : `: expected ${JSON.stringify(expected)}`})`,
+        ` (${ok ? 'consistent with' : 'MISMATCH with'} ${completed} successful refreshes on ${chains.length} chains` +
+        `${ok ? '' : `: expected ${JSON.stringify(expected)}`})`,
     );
     return ok;
   } catch (error) {
@@ -315,7 +323,8 @@ async function main() {
 
   printMachine(loadStart);
   console.log(
-    `configuration: ${CHAINS} refresh chains, ${DURATION_S} s, scope "${SCOPE}", public client (client_id only), rotation on every refresh, REFRESH_TOKEN_GRACE=0 (default)\n` +
+    `configuration: ${CHAINS} refresh chains, ${DURATION_S} s, scope "${SCOPE}", public client (client_id only), ` +
+      'rotation on every refresh, REFRESH_TOKEN_GRACE=0 (default)\n' +
       `  server: node dist/src/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
       `DATABASE_POOL_SIZE=${POOL ?? '10 (default)'}; client and server share this machine\n` +
       databaseLine(pgVersion),
@@ -356,7 +365,8 @@ async function main() {
     })),
   );
   console.log(
-    `setup: ${chains.length} sign-ins (argon2id, consent, code exchange) in ${(now() - t).toFixed(0)} ms, one refresh token each`,
+    `setup: ${chains.length} sign-ins (argon2id, consent, code exchange) in ${(now() - t).toFixed(0)} ms, ` +
+      'one refresh token each',
   );
   checkpoint();
 

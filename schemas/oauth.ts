@@ -12,7 +12,10 @@ export const OAuthErrorSchema = Type.Object(
   { description: 'OAuth error (RFC 6749 §5.2)' },
 );
 
-/** Query or form parameters of a protocol endpoint. Loose on purpose: the code answers with the RFC's error codes, not a schema error. */
+/**
+ * Query or form parameters of a protocol endpoint. Loose on purpose: the code answers with the RFC's
+ * error codes, not a schema error.
+ */
 export const OAuthParamsSchema = Type.Record(
   Type.String({ maxLength: 64 }),
   Type.Union([Type.String({ maxLength: 4096 }), Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10 })]),

@@ -123,7 +123,8 @@ export const EnvSchema = Type.Object({
     maximum: 300,
     default: 0,
     description:
-      'a whole number of seconds from 0 to 300 (a retry of a just-rotated refresh token within it gets the same successor)',
+      'a whole number of seconds from 0 to 300 ' +
+      '(a retry of a just-rotated refresh token within it gets the same successor)',
   }),
   CLEANUP_INTERVAL: Type.Integer({
     minimum: 0,
@@ -146,7 +147,8 @@ export const EnvSchema = Type.Object({
   FIRST_PARTY_ORIGINS: Type.String({
     default: '',
     description:
-      'a comma-separated list of origins (scheme://host[:port]) besides the login origin that may call the cookie token endpoints and be the target of password-reset links',
+      'a comma-separated list of origins (scheme://host[:port]) besides the login origin ' +
+      'that may call the cookie token endpoints and be the target of password-reset links',
   }),
   MAIL_RETRY_DELAYS: Type.String({
     default: '5,30,120',
@@ -239,7 +241,8 @@ export class ConfigError extends Error {
         problems
           .map(
             (p) =>
-              `  - ${p.name}: expected ${p.expected}; got ${p.given === undefined ? 'nothing' : JSON.stringify(p.given)}`,
+              `  - ${p.name}: expected ${p.expected}; ` +
+              `got ${p.given === undefined ? 'nothing' : JSON.stringify(p.given)}`,
           )
           .join('\n'),
     );

@@ -2,8 +2,9 @@
 // code: "FST_...", message, statusCode }): a malformed percent-escape in the path (FST_ERR_BAD_URL), a
 // path parameter over the router's maxParamLength (FST_ERR_MAX_PARAM_LENGTH), requests that arrive
 // while the server drains (return503OnClosing), and requests Node's HTTP parser refuses (clientError:
-// a request line and headers over the header size limit, a malformed request, a timeout). Every one gets a first-party JSON error here, or,
-// better, goes back to the route so that the route's own validation answers.
+// a request line and headers over the header size limit, a malformed request, a timeout). Every one
+// gets a first-party JSON error here, or, better, goes back to the route so that the route's own
+// validation answers.
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -107,7 +108,11 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   const body = JSON.stringify({ error: code, message });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Cache-Control: no-store\r\nConnection: close\r\n\r\n' +
+        body,
     );
   }
   socket.destroy(error);

@@ -6,8 +6,9 @@
 // Map entry and one timer per key, no key limit, so a flood of distinct keys inside one window grows
 // without end. The library's documented extension point for stores is RateLimiterStoreAbstract
 // (_upsert/_get/_delete/_getRateLimiterRes, as RateLimiterRedis and RateLimiterPostgres implement
-// it, and its README asks of every store); BoundedMemoryStore below is such a store with a hard key limit. Each rule gets a limiter
-// with a store of its own, so a flood on one rule can only evict that rule's windows, never another's.
+// it, and its README asks of every store); BoundedMemoryStore below is such a store with a hard key
+// limit. Each rule gets a limiter with a store of its own, so a flood on one rule can only evict that
+// rule's windows, never another's.
 //
 // Semantics are the library's: a key's window starts at its first hit and lasts `duration` seconds
 // (a fixed window); over `points` a consume is refused and the caller learns how long remains.

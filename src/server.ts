@@ -17,7 +17,10 @@ export interface ServerOptions extends BuildOptions {
 
 /** What an operator runs to create the first admin; no token in it, so it may be logged. */
 export const FIRST_ADMIN_HELP =
-  'create it with: idp users create --admin --email EMAIL --password-stdin, or print a one-time setup link on your terminal with: idp admin setup-link (with the embedded database, run these while the server is stopped), or create a user with role "admin" through the admin API (ADMIN_API_TOKEN)';
+  'create it with: idp users create --admin --email EMAIL --password-stdin, ' +
+  'or print a one-time setup link on your terminal with: idp admin setup-link ' +
+  '(with the embedded database, run these while the server is stopped), ' +
+  'or create a user with role "admin" through the admin API (ADMIN_API_TOKEN)';
 
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const started = performance.now();

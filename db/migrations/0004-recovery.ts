@@ -1,5 +1,6 @@
 // Password reset tokens: only the SHA-256 hash is stored; single use (used_at), superseded by a newer
-// request (revoked_at), 30 minutes by default. Plus user_id indexes for revoking all of a user's tokens, and audit indexes.
+// request (revoked_at), 30 minutes by default. Plus user_id indexes for revoking all of a user's
+// tokens, and audit indexes.
 import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {

@@ -23,10 +23,9 @@ export function expiryRules(options: { sessionIdleSeconds: number }): ExpiryRule
 }
 
 export async function deleteExpiredBatch(db: Db, rule: ExpiryRule, batchSize: number): Promise<number> {
+  const victims = sql`select ctid from ${sql.table(rule.table)} where ${sql.raw(rule.where)} limit ${batchSize}`;
   const result = await sql`delete from ${sql.table(rule.table)} where ctid in (
-      select ctid from ${sql.table(rule.table)} where ${sql.raw(rule.where)} limit ${batchSize} for update skip locked)`.execute(
-    db,
-  );
+      ${victims} for update skip locked)`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
 

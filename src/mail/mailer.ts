@@ -110,7 +110,8 @@ export function createMailer(options: MailerOptions): Mailer {
     await appendFile(outbox, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
     // Development fallback only: the operator has configured no SMTP, so the link is shown here.
     log.warn(
-      `SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${message.link && options.logLinks !== false ? `; link: ${message.link}` : ''}`,
+      `SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}` +
+        `${message.link && options.logLinks !== false ? `; link: ${message.link}` : ''}`,
     );
   }
 

@@ -68,7 +68,8 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     return new AppError(
       409,
       'STATIC_APPLICATION',
-      `Application ${clientId} is declared in ${staticApplications.source ?? 'the static applications file'} and is read-only here; change it in that file.`,
+      `Application ${clientId} is declared in ${staticApplications.source ?? 'the static applications file'} ` +
+        'and is read-only here; change it in that file.',
     );
   }
 

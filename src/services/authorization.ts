@@ -183,7 +183,8 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   const notFound = () =>
     new AuthorizeRenderError(
       'invalid_request',
-      'this sign-in request has expired or was already used (or was started in another browser); start again from the application',
+      'this sign-in request has expired or was already used (or was started in another browser); ' +
+        'start again from the application',
     );
 
   /** The step a pending request is at for the session presenting it (see the state machine above). */

@@ -85,7 +85,9 @@ export function createSigningKeyService(deps: {
           throw new AppError(
             409,
             'NEXT_KEY_TOO_NEW',
-            `The next key ${next.kid} was published ${Math.floor(age)} s ago; relying parties may cache the JWKS for ${deps.jwksMaxAgeSeconds} s. Rotate after ${Math.ceil(minAgeSeconds - age)} s, or force it.`,
+            `The next key ${next.kid} was published ${Math.floor(age)} s ago; ` +
+              `relying parties may cache the JWKS for ${deps.jwksMaxAgeSeconds} s. ` +
+              `Rotate after ${Math.ceil(minAgeSeconds - age)} s, or force it.`,
           );
         }
         if (current) await repo.setKeyState(trx, current.kid, 'retired');

@@ -35,7 +35,8 @@ interface DemoConfig {
 }
 
 /** The page's script (served as /demo/app.js: the page's CSP allows no inline script). */
-const APP_JS = `
+const APP_JS =
+  `
 const config = JSON.parse(document.getElementById('config').textContent);
 const $ = (id) => document.getElementById(id);
 const calls = [];
@@ -56,7 +57,8 @@ async function tokenCall(params) {
     body: new URLSearchParams({ client_id: config.clientId, ...params }),
   });
   const body = await response.json().catch(() => null);
-  calls.push({ grant: params.grant_type, status: response.status, keys: body ? Object.keys(body).sort() : [], error: body && body.error });
+  calls.push({ grant: params.grant_type, status: response.status, ` +
+  `keys: body ? Object.keys(body).sort() : [], error: body && body.error });
   return { status: response.status, body };
 }
 async function showUser(accessToken) {
@@ -153,7 +155,10 @@ interface Asset {
  * path (a page there would see the cookie in document.cookie if it were not HttpOnly).
  */
 function demoAsset(pathname: string, config: DemoConfig, connectSrc: string): Asset | undefined {
-  const csp = `default-src 'none'; script-src 'self'; connect-src ${connectSrc}; base-uri 'none'; frame-ancestors 'none'`;
+  const csp =
+    "default-src 'none'; script-src 'self'; " +
+    `connect-src ${connectSrc}; ` +
+    "base-uri 'none'; frame-ancestors 'none'";
   const html = {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',

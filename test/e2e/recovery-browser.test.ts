@@ -45,7 +45,8 @@ t.test(
         if (mail) return mail;
         if (Date.now() > until)
           throw new Error(
-            `no mail "${subject.source}" for ${email} within ${timeoutMs} ms (have: ${ctx.smtp.mails.map((m) => m.subject).join(', ')})`,
+            `no mail "${subject.source}" for ${email} within ${timeoutMs} ms ` +
+              `(have: ${ctx.smtp.mails.map((m) => m.subject).join(', ')})`,
           );
         await delay(50);
       }

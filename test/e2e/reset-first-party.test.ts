@@ -72,11 +72,13 @@ t.test(
     // 1. From a page on the application's registered origin, the attacker's script asks for a reset of
     //    the victim's account with redirectTo on its own origin: as JSON (needs a CORS preflight), and as
     //    a "simple" request that needs none.
-    attackConfig = `<!doctype html><meta charset="utf-8"><title>attack</title><script>
+    attackConfig =
+      `<!doctype html><meta charset="utf-8"><title>attack</title><script>
     const results = [];
     const ask = async (init, redirectTo) => {
       try {
-        const res = await fetch(${JSON.stringify(endpoint)}, { method: 'POST', ...init(JSON.stringify({ email: ${JSON.stringify(victimEmail)}, redirectTo })) });
+        const res = await fetch(${JSON.stringify(endpoint)}, ` +
+      `{ method: 'POST', ...init(JSON.stringify({ email: ${JSON.stringify(victimEmail)}, redirectTo })) });
         results.push(res.type === 'opaque' ? 'opaque' : String(res.status));
       } catch (e) { results.push('blocked'); }
     };

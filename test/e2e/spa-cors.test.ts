@@ -2,7 +2,8 @@
 // with oauth4webapi's browser build, unmodified: discovery, the authorization request, the hosted
 // sign-in and consent pages, the code exchange across origins, GET /api/external/me with the
 // access token, and UserInfo through oauth4webapi's userInfoRequest (what oidc-client-ts does with
-// loadUserInfo: a GET of discovery's userinfo_endpoint with the Bearer header). The browser does the CORS, and the test watches the network for it: the preflight
+// loadUserInfo: a GET of discovery's userinfo_endpoint with the Bearer header). The browser does the
+// CORS, and the test watches the network for it: the preflight
 // of /me (an Authorization header needs one) and the Access-Control-Allow-Origin of the answers.
 // Then what the browser must refuse: the same SPA on an unregistered origin cannot read /me or
 // UserInfo, and a registered origin cannot read them with the token of an application it is not
@@ -38,10 +39,12 @@ interface SpaConfig {
  */
 function spaPage(config: SpaConfig): string {
   const json = JSON.stringify(config).replace(/</g, '\\u003c');
-  return `<!doctype html>
+  return (
+    `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>Demo SPA</title>
-<style>body{font:15px system-ui,sans-serif;margin:2rem}pre{background:#f3f4f6;padding:1rem;white-space:pre-wrap;word-break:break-all}</style>
+<style>body{font:15px system-ui,sans-serif;margin:2rem}` +
+    `pre{background:#f3f4f6;padding:1rem;white-space:pre-wrap;word-break:break-all}</style>
 </head>
 <body>
 <h1>Demo SPA</h1>
@@ -61,7 +64,8 @@ function report(value) {
   document.body.append(pre);
 }
 function describe(error) {
-  return { name: error?.name, message: String(error?.message ?? error), code: error?.code, isTypeError: error instanceof TypeError };
+  return { name: error?.name, message: String(error?.message ?? error), code: error?.code, ` +
+    `isTypeError: error instanceof TypeError };
 }
 async function discover() {
   const response = await oauth.discoveryRequest(issuer, { algorithm: 'oidc', [oauth.allowInsecureRequests]: true });
@@ -75,7 +79,8 @@ async function callUserInfo(as, accessToken) {
     return { readable: false, error: describe(error) };
   }
   try {
-    return { readable: true, status: response.status, body: await oauth.processUserInfoResponse(as, client, oauth.skipSubjectCheck, response) };
+    return { readable: true, status: response.status, ` +
+    `body: await oauth.processUserInfoResponse(as, client, oauth.skipSubjectCheck, response) };
   } catch (error) {
     return { readable: true, status: response.status, error: describe(error) };
   }
@@ -101,17 +106,20 @@ try {
       discovery = { readable: false, error: describe(error) };
     }
     const token = hash.get('probe');
-    report({ mode: 'probe', origin: location.origin, discovery, me: await callMe(token), userinfo: as ? await callUserInfo(as, token) : undefined });
+    report({ mode: 'probe', origin: location.origin, discovery, me: await callMe(token), ` +
+    `userinfo: as ? await callUserInfo(as, token) : undefined });
   } else if (location.pathname === '/callback') {
     const saved = JSON.parse(sessionStorage.getItem('oidc') ?? 'null');
     if (!saved) throw new Error('no authorization request in sessionStorage');
     sessionStorage.removeItem('oidc');
     const as = await discover();
     const params = oauth.validateAuthResponse(as, client, new URL(location.href), saved.state);
-    const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, saved.codeVerifier, {
+    const response = await oauth.authorizationCodeGrantRequest(` +
+    `as, client, oauth.None(), params, redirectUri, saved.codeVerifier, {
       [oauth.allowInsecureRequests]: true,
     });
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response, { expectedNonce: saved.nonce, requireIdToken: true });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response, ` +
+    `{ expectedNonce: saved.nonce, requireIdToken: true });
     const claims = oauth.getValidatedIdTokenClaims(tokens);
     report({
       mode: 'callback',
@@ -143,7 +151,8 @@ try {
 }
 </script>
 </body>
-</html>`;
+</html>`
+  );
 }
 
 /** The SPA's own static server on a loopback port of its own: a separate origin from the provider. */

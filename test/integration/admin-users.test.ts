@@ -943,7 +943,10 @@ t.test('account changes by an operator revoke what the user held', async (t) => 
   const detailOf = (e: { detail: unknown }) =>
     (typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail) as Record<string, unknown>;
 
-  /** A user holding everything: a session, session-bound and offline tokens, an unexchanged code and a live reset link. */
+  /**
+   * A user holding everything: a session, session-bound and offline tokens, an unexchanged code and a
+   * live reset link.
+   */
   async function userHoldingEverything(label: string) {
     const email = uniqueEmail(label);
     const password = 'first-password-1';
@@ -1195,7 +1198,8 @@ t.test('account changes by an operator revoke what the user held', async (t) => 
 });
 
 t.test(
-  'a long or badly escaped user, session or grant id in the path gets the documented 400/404, never a router error (414/400)',
+  'a long or badly escaped user, session or grant id in the path gets the documented 400/404, ' +
+    'never a router error (414/400)',
   async (t) => {
     const user = await app.services.users.create({ email: uniqueEmail('long-path') }, { actor: 'test' });
     const cases: Array<[Inject['method'], string, number, string]> = [

@@ -298,7 +298,8 @@ t.test('setup link: expiry (ADMIN_SETUP_TTL) and a link outlived by an admin mad
     .execute();
   t.equal((await browser.get(`/admin/setup?token=${token2}`)).statusCode, 400);
 
-  // An admin created meanwhile (CLI, admin API): an outstanding link shows "Setup is done" and cannot make a second one.
+  // An admin created meanwhile (CLI, admin API): an outstanding link shows "Setup is done" and cannot
+  // make a second one.
   const live = await app.services.adminSetup.issueLink();
   const token3 = new URL(live!).searchParams.get('token')!;
   const form = await browser.get(`/admin/setup?token=${token3}`);
@@ -624,7 +625,10 @@ t.test('applications: create with bad input, then good; the created page; list a
   );
   t.match(
     line2.body,
-    /<textarea id="f-redirectUris" name="redirectUris"[^>]*>https:\/\/ok\.example\.com\/cb\nhttp:\/\/evil\.example\.com\/cb<\/textarea>/,
+    new RegExp(
+      /<textarea id="f-redirectUris" name="redirectUris"[^>]*>/.source +
+        /https:\/\/ok\.example\.com\/cb\nhttp:\/\/evil\.example\.com\/cb<\/textarea>/.source,
+    ),
     'the lines are kept as typed',
   );
   t.match(line2.body, /<p class="alert" role="alert">Please correct the fields marked below\.<\/p>/);
@@ -978,7 +982,15 @@ t.test(
     const authorize = () =>
       app.inject({
         method: 'GET',
-        url: `/api/auth/oauth2/authorize?${new URLSearchParams({ client_id: a.clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', state: 's', code_challenge: s256Challenge('v'.repeat(43)), code_challenge_method: 'S256' })}`,
+        url: `/api/auth/oauth2/authorize?${new URLSearchParams({
+          client_id: a.clientId,
+          redirect_uri: redirectUri,
+          response_type: 'code',
+          scope: 'openid',
+          state: 's',
+          code_challenge: s256Challenge('v'.repeat(43)),
+          code_challenge_method: 'S256',
+        })}`,
       });
     const preflight = () =>
       app.inject({
@@ -1188,7 +1200,8 @@ t.test('signing keys: list, rotation refused while the next key is new, then don
   t.match(
     res.body,
     new RegExp(
-      `<p class="alert" role="alert">The next key ${next.kid} was published \\d+ s ago; relying parties may cache the JWKS`,
+      `<p class="alert" role="alert">The next key ${next.kid} was published \\d+ s ago; ` +
+        'relying parties may cache the JWKS',
     ),
     'the reason is shown',
   );
@@ -1263,7 +1276,9 @@ t.test('dangerous actions need a fresh password (ADMIN_FRESHNESS, default 600 s)
   await age(610);
   const csrf = await fresh.agent.csrf();
   for (const d of dangerous) {
-    const expected = `${config.loginUrl}/sign-in?return_to=${encodeURIComponent(`${config.adminUrl}${d.get.slice('/admin'.length)}`)}&prompt=login`;
+    const expected =
+      `${config.loginUrl}/sign-in?return_to=` +
+      `${encodeURIComponent(`${config.adminUrl}${d.get.slice('/admin'.length)}`)}&prompt=login`;
     const get = await fresh.agent.get(d.get);
     t.equal(get.statusCode, 303, `GET ${d.get}: stale → sign in again`);
     t.equal(get.headers.location, expected, `GET ${d.get}: back to the confirmation afterwards`);
@@ -1400,7 +1415,11 @@ t.test('the audit page: filters by type, user, application and UTC time; paging 
   const rows = (body: string): Row[] =>
     [
       ...body.matchAll(
-        /<tr><td>(\d{4}-[^<]*)<\/td><td><code>([^<]*)<\/code><\/td><td>([^<]*)<\/td><td>(?:<a href="\/admin\/users\/([^"]+)">[^<]*<\/a>)?<\/td><td>(?:<code>([^<]*)<\/code>)?<\/td>/g,
+        new RegExp(
+          /<tr><td>(\d{4}-[^<]*)<\/td><td><code>([^<]*)<\/code><\/td><td>([^<]*)<\/td>/.source +
+            /<td>(?:<a href="\/admin\/users\/([^"]+)">[^<]*<\/a>)?<\/td><td>(?:<code>([^<]*)<\/code>)?<\/td>/.source,
+          'g',
+        ),
       ),
     ].map((m) => ({
       time: m[1]!,

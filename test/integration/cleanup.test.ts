@@ -39,13 +39,11 @@ t.test('expired rows of every kind go, live ones stay', async (t) => {
 
   // Expire one row of each table (the newest, which belongs to the second flow).
   for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens']) {
-    await sql`update ${sql.table(table)} set expires_at = ${past} where ctid = (select ctid from ${sql.table(table)} order by created_at desc limit 1)`.execute(
-      db,
-    );
+    const newest = sql`(select ctid from ${sql.table(table)} order by created_at desc limit 1)`;
+    await sql`update ${sql.table(table)} set expires_at = ${past} where ctid = ${newest}`.execute(db);
   }
-  await sql`update sessions set expires_at = ${past} where ctid = (select ctid from sessions order by created_at desc limit 1)`.execute(
-    db,
-  );
+  const newestSession = sql`(select ctid from sessions order by created_at desc limit 1)`;
+  await sql`update sessions set expires_at = ${past} where ctid = ${newestSession}`.execute(db);
 
   const deleted = await app.services.cleanup.runOnce();
   for (const table of [
@@ -75,9 +73,8 @@ t.test('idle sessions go; retired keys go once no ID token they signed can be ch
   const sessions = await count('sessions');
   t.ok(sessions > 0);
   await app.services.signingKeys.rotate({ actor: 'test' }, { force: true });
-  await sql`update signing_keys set retired_at = ${new Date(Date.now() - (config.ttl.idToken + 301) * 1000)} where state = 'retired'`.execute(
-    db,
-  );
+  const longAgo = new Date(Date.now() - (config.ttl.idToken + 301) * 1000);
+  await sql`update signing_keys set retired_at = ${longAgo} where state = 'retired'`.execute(db);
   const deleted = await app.services.cleanup.runOnce();
   t.equal(deleted.sessions, sessions);
   t.equal(deleted.signing_keys, 1);
@@ -103,9 +100,8 @@ t.test('many expired rows are removed in several small batches', async (t) => {
 t.test('the job runs on its interval and stops with the app', async (t) => {
   const timed = await buildTestApp(t, { env: { CLEANUP_INTERVAL: '1' }, database });
   await timed.app.ready();
-  await sql`insert into authorization_requests (id, client_id, params, expires_at) values ('timed', ${client.clientId}, '{}'::jsonb, ${past})`.execute(
-    db,
-  );
+  const row = sql`('timed', ${client.clientId}, '{}'::jsonb, ${past})`;
+  await sql`insert into authorization_requests (id, client_id, params, expires_at) values ${row}`.execute(db);
   await new Promise((r) => setTimeout(r, 2500));
   const left = await sql<{
     n: number;

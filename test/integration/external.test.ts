@@ -353,7 +353,9 @@ t.test('CORS actual requests: only the origins of the client the request speaks 
       method: 'POST',
       url: '/api/auth/oauth2/token',
       headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `grant_type=authorization_code&client_id=${clientId}&code=x&code_verifier=${'v'.repeat(43)}&redirect_uri=${encodeURIComponent(redirectUri)}`,
+      payload:
+        `grant_type=authorization_code&client_id=${clientId}&code=x&code_verifier=${'v'.repeat(43)}` +
+        `&redirect_uri=${encodeURIComponent(redirectUri)}`,
     });
   t.equal(
     (await token('https://spa.example.com', spa.clientId)).headers['access-control-allow-origin'],
@@ -491,7 +493,8 @@ t.test('a token sent two ways (header and query) is 401 UNAUTHORIZED without a l
 });
 
 t.test(
-  'GET /api/public/applications/{clientId}: a long or badly escaped id is 400 INVALID_CLIENT_ID, never a router error (414/400)',
+  'GET /api/public/applications/{clientId}: a long or badly escaped id is 400 INVALID_CLIENT_ID, ' +
+    'never a router error (414/400)',
   async (t) => {
     for (const [what, id] of [
       ['129 characters', 'a'.repeat(129)],
@@ -506,7 +509,9 @@ t.test(
     }
     const longRedirect = await app.inject({
       method: 'GET',
-      url: `/api/public/applications/${spa.clientId}?redirect_uri=${encodeURIComponent(`${redirectUri}?${'a'.repeat(3000)}`)}`,
+      url:
+        `/api/public/applications/${spa.clientId}?redirect_uri=` +
+        `${encodeURIComponent(`${redirectUri}?${'a'.repeat(3000)}`)}`,
     });
     t.equal(longRedirect.statusCode, 200, 'a long redirect_uri simply matches no registered URI');
     t.notOk(longRedirect.json().postVerificationRedirectUri);

@@ -7,8 +7,10 @@ import { adminHeaders, buildTestApp } from '../helpers/app.js';
 import { startTestServer } from '../helpers/server.js';
 
 const { app } = await buildTestApp(t);
-const FASTIFY_SHAPE =
-  /"statusCode"|"code":"FST_|FST_ERR|"error":"(Bad Request|Not Found|Payload Too Large|Unsupported Media Type|Service Unavailable|Request Header Fields Too Large|URI Too Long|Internal Server Error)"/;
+const FASTIFY_SHAPE = new RegExp(
+  '"statusCode"|"code":"FST_|FST_ERR|"error":"(Bad Request|Not Found|Payload Too Large|Unsupported Media Type|' +
+    'Service Unavailable|Request Header Fields Too Large|URI Too Long|Internal Server Error)"',
+);
 
 /** The raw HTTP answer to `request` written as is on a new connection. */
 function raw(port: number, request: string): Promise<string> {

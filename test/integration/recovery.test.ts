@@ -605,7 +605,9 @@ t.test('GET with an invalid token: error redirect to the trusted redirectTo, els
     for (const [what, redirectTo, expected] of cases) {
       const res = await app.inject({
         method: 'GET',
-        url: `/api/auth/reset-password/${tokenValue}${redirectTo === undefined ? '' : `?redirectTo=${encodeURIComponent(redirectTo)}`}`,
+        url:
+          `/api/auth/reset-password/${tokenValue}` +
+          `${redirectTo === undefined ? '' : `?redirectTo=${encodeURIComponent(redirectTo)}`}`,
       });
       t.equal(res.statusCode, 302, what);
       t.equal(res.headers.location, expected, `${what} (${tokenValue.length} characters)`);
@@ -761,7 +763,14 @@ t.test('a reset revokes sessions, access tokens and refresh tokens, and signs no
   }
   const authorize = await app.inject({
     method: 'GET',
-    url: `/api/auth/oauth2/authorize?${new URLSearchParams({ client_id: client.clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`,
+    url: `/api/auth/oauth2/authorize?${new URLSearchParams({
+      client_id: client.clientId,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    })}`,
     cookies: jar,
   });
   t.match(

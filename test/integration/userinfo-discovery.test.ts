@@ -202,7 +202,9 @@ t.test('discovery: the issuer does not follow the Host or X-Forwarded-* headers'
   // The same holds for the iss of authorization responses.
   const res = await app.inject({
     method: 'GET',
-    url: `/api/auth/oauth2/authorize?${new URLSearchParams({ client_id: client.clientId, redirect_uri: REDIRECT, response_type: 'token' })}`,
+    url:
+      '/api/auth/oauth2/authorize?' +
+      `${new URLSearchParams({ client_id: client.clientId, redirect_uri: REDIRECT, response_type: 'token' })}`,
     headers: { host: 'evil.example.com', 'x-forwarded-host': 'evil.example.com' },
   });
   t.equal(new URL(String(res.headers.location)).searchParams.get('iss'), ISSUER);
@@ -359,7 +361,8 @@ t.test('userinfo: a missing token is 401 with exactly "WWW-Authenticate: Bearer"
 });
 
 t.test(
-  'userinfo: another scheme (a bare Bearer challenge), a malformed header, unknown, expired and revoked tokens (invalid_token) are 401',
+  'userinfo: another scheme (a bare Bearer challenge), a malformed header, ' +
+    'unknown, expired and revoked tokens (invalid_token) are 401',
   async (t) => {
     const { jar } = await signedInUser('bad-tokens');
     const good = await tokensFor(jar, 'openid');
@@ -459,7 +462,13 @@ t.test('userinfo: a disabled user or application is 401', async (t) => {
   const verifier = generateToken();
   const authorize = await app.inject({
     method: 'GET',
-    url: `/api/auth/oauth2/authorize?${new URLSearchParams({ client_id: soon.clientId, redirect_uri: REDIRECT, response_type: 'code', code_challenge: s256Challenge(verifier), code_challenge_method: 'S256' })}`,
+    url: `/api/auth/oauth2/authorize?${new URLSearchParams({
+      client_id: soon.clientId,
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      code_challenge: s256Challenge(verifier),
+      code_challenge_method: 'S256',
+    })}`,
     cookies: other.jar,
   });
   const consentUrl = new URL(String(authorize.headers.location));
@@ -515,7 +524,8 @@ t.test('userinfo: a token without openid is 403 insufficient_scope', async (t) =
 });
 
 t.test(
-  'userinfo 401 bodies are { error: "UNAUTHORIZED" } (spec, Authentication: Bearer tokens for external and UserInfo calls, item 3)',
+  'userinfo 401 bodies are { error: "UNAUTHORIZED" } ' +
+    '(spec, Authentication: Bearer tokens for external and UserInfo calls, item 3)',
   async (t) => {
     const cases: Array<[string, Record<string, string>]> = [
       ['no header', {}],
