@@ -8,7 +8,8 @@
 //  - plugins/ and schemas/ never import db/ and never write SQL: they call services;
 //  - SQL (kysely, db.selectFrom...) lives in db/ only;
 //  - no import cycles between folders (a file directly in src/ counts as a folder of its own);
-//  - plugins are registered explicitly: no @fastify/autoload.
+//  - plugins are registered explicitly: no @fastify/autoload;
+//  - no line over 120 characters (src, plugins, schemas, db, scripts, bench, test).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -71,6 +72,26 @@ for (const file of files) {
     if (!edges.has(from)) edges.set(from, new Map());
     if (!edges.get(from).has(to)) edges.get(from).set(to, `${rel} imports ${target}`);
   }
+}
+
+// No line over 120 characters in code, tests and benchmarks (Biome formats to 120; strings and comments
+// it cannot wrap are wrapped by hand).
+const codeFiles = [];
+for (const dir of ['src', 'plugins', 'schemas', 'db', 'scripts', 'bench', 'test']) collect(join(root, dir));
+function collect(path) {
+  for (const name of readdirSync(path)) {
+    const full = join(path, name);
+    if (statSync(full).isDirectory()) collect(full);
+    else if (/\.(ts|js|mjs)$/.test(name)) codeFiles.push(full);
+  }
+}
+for (const file of codeFiles) {
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      if (line.length > 120)
+        problems.push(`${relative(root, file)}:${i + 1}: line of ${line.length} characters (at most 120)`);
+    });
 }
 
 // Cycles between folders: strongly connected components of the folder graph (Tarjan).
