@@ -1,0 +1,173 @@
+// The environment the provider reads: one TypeBox schema that is both the runtime check and the
+// type, with every variable's default and description (`idp env` prints them). src/config.ts turns
+// a checked environment into a Config.
+import Type, { type Static } from 'typebox';
+
+const Seconds = (def: number, what: string) =>
+  Type.Integer({
+    minimum: 1,
+    maximum: 10 * 365 * 24 * 3600,
+    default: def,
+    description: `a whole number of seconds from 1 up to ten years (${what})`,
+  });
+
+const Url = (description: string) =>
+  Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s#?]+$', description }));
+
+/** Rate-limit rules (decisions.md, Limits): the default count per window and what it is keyed by. */
+export const RATE_LIMIT_RULES = {
+  TOKEN: { limit: 60, windowSeconds: 60, what: 'token and cookie token endpoints, per known client_id and IP' },
+  TOKEN_IP: {
+    limit: 300,
+    windowSeconds: 60,
+    what: 'token and cookie token endpoints, per IP, before the client is looked up',
+  },
+  AUTHORIZE: { limit: 60, windowSeconds: 60, what: 'authorize endpoint, per IP' },
+  SIGN_IN_IP: { limit: 10, windowSeconds: 60, what: 'sign-in, per IP' },
+  SIGN_IN_EMAIL: {
+    limit: 5,
+    windowSeconds: 900,
+    what: 'failed sign-ins per e-mail address before growing delays, and how long failures count',
+  },
+  SIGN_IN_DEVICE: {
+    limit: 10,
+    windowSeconds: 900,
+    what: 'failed sign-ins per trusted browser (device cookie) and account before it loses its trust',
+  },
+  SIGN_UP_IP: { limit: 10, windowSeconds: 60, what: 'sign-up, per IP' },
+  SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600, what: 'sign-up (and its mail), per target e-mail address' },
+  RESEND_IP: { limit: 10, windowSeconds: 900, what: 'verification mail resends, per IP' },
+  RESEND_ACCOUNT: { limit: 3, windowSeconds: 900, what: 'verification mail resends, per account' },
+  RESET_REQUEST_IP: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per IP' },
+  RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per e-mail address' },
+  RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900, what: 'reset-password, per IP' },
+  BEARER: { limit: 600, windowSeconds: 60, what: '/api/external/* and UserInfo, per access token' },
+} as const;
+export type RateLimitRule = keyof typeof RATE_LIMIT_RULES;
+export interface RateLimitSetting {
+  limit: number;
+  windowSeconds: number;
+}
+
+function rateLimitVariables() {
+  return Object.fromEntries(
+    Object.entries(RATE_LIMIT_RULES).map(([name, rule]) => [
+      `RATE_LIMIT_${name}`,
+      Type.String({
+        default: `${rule.limit}/${rule.windowSeconds}`,
+        pattern: '^\\d{1,7}/\\d{1,6}$',
+        description: `requests/seconds for the ${rule.what} (e.g. ${rule.limit}/${rule.windowSeconds})`,
+      }),
+    ]),
+  ) as Record<`RATE_LIMIT_${RateLimitRule}`, ReturnType<typeof Type.String>>;
+}
+
+// The keys are the environment variable names, so every error names the variable to fix.
+export const EnvSchema = Type.Object({
+  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
+    default: 'development',
+    description: 'development, production or test',
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'a port number 0-65535' }),
+  HOST: Type.String({ minLength: 1, default: '0.0.0.0', description: 'an interface address to listen on' }),
+  BASE_URL: Url('an http(s) URL without query or fragment, e.g. https://id.example.com'),
+  LOGIN_URL: Url('an http(s) URL without query or fragment'),
+  ADMIN_URL: Url('an http(s) URL without query or fragment'),
+  DATABASE_URL: Type.Optional(
+    Type.String({
+      pattern: '^postgres(ql)?://',
+      description: 'a postgres:// connection URL (unset: embedded database)',
+    }),
+  ),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'an integer 1-200' }),
+  DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'a directory path' }),
+  SECRET_KEY: Type.Optional(
+    Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),
+  ),
+  ADMIN_API_TOKEN: Type.Optional(
+    Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),
+  ),
+  SMTP_URL: Type.Optional(
+    Type.String({ pattern: '^smtps?://', description: 'an smtp:// or smtps:// URL (unset: local outbox file)' }),
+  ),
+  MAIL_FROM: Type.String({
+    minLength: 3,
+    default: 'Identity Provider <no-reply@localhost>',
+    description: 'a From address',
+  }),
+  COOKIE_SECURE: Type.Optional(Type.Boolean({ description: 'true or false (default: true when BASE_URL is https)' })),
+  COOKIE_SAMESITE: Type.Union([Type.Literal('lax'), Type.Literal('strict'), Type.Literal('none')], {
+    default: 'lax',
+    description: 'lax, strict or none',
+  }),
+  TRUST_PROXY: Type.String({
+    default: 'false',
+    description: 'false, true, a hop count, or a comma-separated list of proxy addresses/CIDRs',
+  }),
+  STATIC_APPLICATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a path to a JSON file' })),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },
+  ),
+  SHUTDOWN_TIMEOUT: Seconds(10, 'seconds to wait for in-flight requests on shutdown'),
+  ACCESS_TOKEN_TTL: Seconds(3600, 'access token lifetime in seconds'),
+  ID_TOKEN_TTL: Seconds(3600, 'ID token lifetime in seconds'),
+  AUTHORIZATION_CODE_TTL: Seconds(60, 'authorization code lifetime in seconds'),
+  REFRESH_TOKEN_TTL: Seconds(30 * 24 * 3600, 'refresh token sliding lifetime in seconds'),
+  REFRESH_TOKEN_ABSOLUTE_TTL: Seconds(90 * 24 * 3600, 'refresh token absolute lifetime in seconds'),
+  RESET_TOKEN_TTL: Seconds(1800, 'password reset token lifetime in seconds'),
+  CONSENT_REQUEST_TTL: Seconds(600, 'pending authorization request lifetime in seconds'),
+  REFRESH_TOKEN_GRACE: Type.Integer({
+    minimum: 0,
+    maximum: 300,
+    default: 0,
+    description:
+      'a whole number of seconds from 0 to 300 ' +
+      '(a retry of a just-rotated refresh token within it gets the same successor)',
+  }),
+  CLEANUP_INTERVAL: Type.Integer({
+    minimum: 0,
+    maximum: 86400,
+    default: 60,
+    description: 'a whole number of seconds from 0 to 86400 between clean-up runs (0 turns the job off)',
+  }),
+  CORS_CACHE_TTL: Seconds(
+    60,
+    'how long the registered-origin list is cached; changes made through this service apply at once',
+  ),
+  SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
+  SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
+  EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
+  ADMIN_SETUP_TTL: Seconds(3600, 'lifetime of the one-time link that creates the first admin'),
+  ADMIN_FRESHNESS: Seconds(
+    600,
+    'an admin must have entered their password within this many seconds for dangerous actions (delete, rotate)',
+  ),
+  FIRST_PARTY_ORIGINS: Type.String({
+    default: '',
+    description:
+      'a comma-separated list of origins (scheme://host[:port]) besides the login origin ' +
+      'that may call the cookie token endpoints and be the target of password-reset links',
+  }),
+  MAIL_RETRY_DELAYS: Type.String({
+    default: '5,30,120',
+    pattern: '^(none|\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?){0,9})$',
+    description:
+      'a comma-separated list of up to 10 waits in seconds before each retry of a failed mail (e.g. 5,30,120), or none',
+  }),
+  RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], {
+    default: 'on',
+    description: 'on or off (off switches every rate limit off, for load tests and conformance runs)',
+  }),
+  ...rateLimitVariables(),
+  RATE_LIMIT_MAX_KEYS: Type.Integer({
+    minimum: 100,
+    maximum: 10_000_000,
+    default: 100_000,
+    description: 'a whole number from 100 to 10000000 (windows kept in memory per rate-limit rule)',
+  }),
+  SIGN_IN_DELAY_FIRST: Seconds(1, 'the first delay after the free failed sign-ins of an account'),
+  SIGN_IN_DELAY_MAX: Seconds(60, 'the longest delay between failed sign-ins of an account'),
+});
+
+export type Env = Static<typeof EnvSchema>;
