@@ -18,9 +18,7 @@
 //   the run creates idp_bench_<random> next to it (via the "postgres" database) and drops it afterwards.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import {
   Browser,
   StepError,
@@ -28,7 +26,6 @@ import {
   baseEnv,
   buildIfStale,
   checkDatabaseUrl,
-  cpuMeter,
   createApplication,
   createDatabase,
   createHttpClient,
@@ -44,7 +41,6 @@ import {
   newAuthorization,
   now,
   parseOptions,
-  percentile,
   poolOption,
   printLogs,
   printMachine,
@@ -57,6 +53,7 @@ import {
   startProcess,
   wholeNumber,
 } from './lib.js';
+import { describe, measure, printSummary, stopMeasurement } from './lib/measure.js';
 
 // ---------------------------------------------------------------------------------------------- options
 const opts = parseOptions(
@@ -83,15 +80,8 @@ const AUTOCANNON_TIMEOUT_S = 10; // a request without an answer for this long co
 const SIGN_IN_CONCURRENCY = 5;
 const SCOPE = 'openid profile email';
 const PATH = '/api/external/me';
+const MEASURE = { connections: CONNECTIONS, path: PATH, timeoutS: AUTOCANNON_TIMEOUT_S };
 checkDatabaseUrl();
-
-const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
-const median = (xs) => {
-  if (!xs.length) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 // The server under test is the only place setup requests go.
 const client = createHttpClient({ maxSockets: 64, userAgent: 'idp-bench-external' });
@@ -142,109 +132,9 @@ app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })` +
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => app.close().then(() => process.exit(0)));
 `;
 
-let currentRun; // the autocannon instance running now, stopped on Ctrl-C
-
-// First signal: the running measurement stops, then cleanup (see handleSignals in lib.js).
-run.onInterrupt = () => currentRun?.stop();
+// First signal: the running measurement stops, then cleanup (see handleSignals in lib/process.js).
+run.onInterrupt = stopMeasurement;
 handleSignals('stopping the measurement, then the servers, and dropping the database (again to stop at once)');
-
-// ----------------------------------------------------------------------------------------- measuring
-/** The same requests for both targets: GET PATH, one token each; connection i starts at token i. */
-function requestsFor(tokens) {
-  return tokens.map((token) => ({
-    method: 'GET',
-    path: PATH,
-    headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
-  }));
-}
-
-/**
- * One autocannon run against `target` for `seconds`. Per-second samples are autocannon's own (its
- * 'tick' events carry the count it records in its requests histogram); latencies are those of the 2xx
- * responses from its 'response' events (what its latency histogram records, unrounded).
- */
-async function measure(target, seconds, tokens) {
-  const base = requestsFor(tokens);
-  let clientIndex = 0;
-  const ticks = [];
-  const latencies = [];
-  const proc = run.processes[target.process].child;
-  const readCpu = cpuMeter(proc.pid);
-  const load1 = loadavg()[0];
-  const t0 = now();
-  const instance = autocannon({
-    url: target.origin,
-    connections: CONNECTIONS,
-    pipelining: 1,
-    duration: seconds,
-    timeout: AUTOCANNON_TIMEOUT_S,
-    bailout: 1000, // a dead server: stop after this many socket errors instead of spinning
-    requests: base,
-    setupClient(client) {
-      const k = clientIndex++ % base.length;
-      client.setRequests(
-        base
-          .slice(k)
-          .concat(base.slice(0, k))
-          .map((r) => ({ ...r, headers: { ...r.headers } })),
-      );
-    },
-  });
-  currentRun = instance;
-  instance.on('tick', ({ counter }) => ticks.push(counter));
-  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-    if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
-  });
-  const result = await instance;
-  currentRun = undefined;
-  const wall = (now() - t0) / 1000;
-  const cpu = readCpu();
-  // The last tick comes after the stop with a zero count; autocannon records `samples` values.
-  const samples = ticks.slice(0, result.samples);
-  const counted = samples.reduce((a, b) => a + b, 0);
-  const responses = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx'];
-  if (counted !== responses)
-    console.log(`  (note: per-second samples add up to ${counted}, autocannon counted ${responses} responses)`);
-  return {
-    target: target.name,
-    samples,
-    latencies,
-    load1,
-    total: responses,
-    sent: result.requests.sent,
-    acMean: result.requests.average,
-    acMedian: result.requests.p50,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    mismatches: result.mismatches,
-    statuses: Object.entries(result.statusCodeStats).map(([s, { count }]) => [Number(s), count]),
-    bytesPerResponse: result['2xx'] ? result.throughput.total / result['2xx'] : NaN, // bytes are counted for 2xx only
-    serverCpu: Number.isNaN(cpu.server) ? undefined : cpu.server / wall,
-    driverCpu: cpu.client / wall,
-    exited: exited(proc),
-  };
-}
-
-const pct = (share) => (share === undefined ? '?' : `${(share * 100).toFixed(0)}%`);
-const fmtStatuses = (statuses) =>
-  statuses
-    .sort((a, b) => a[0] - b[0])
-    .map(([s, n]) => `${s}×${n}`)
-    .join(', ') || 'none';
-
-function describe(label, m) {
-  const sorted = [...m.latencies].sort((a, b) => a - b);
-  console.log(
-    `${label.padEnd(12)} req/s mean ${mean(m.samples).toFixed(0)} median ${median(m.samples).toFixed(0)}` +
-      ` (${m.samples.length} samples, min ${Math.min(...m.samples)} max ${Math.max(...m.samples)})` +
-      ` | latency p50 ${percentile(sorted, 0.5).toFixed(2)} ms p99 ${percentile(sorted, 0.99).toFixed(2)} ms` +
-      ` | ${m.total} responses, non-2xx ${m.non2xx}, errors ${m.errors}, timeouts ${m.timeouts}` +
-      ` | statuses ${fmtStatuses(m.statuses)}, ${m.bytesPerResponse.toFixed(0)} B/response` +
-      ` | CPU: ${m.target === 'me' ? 'server' : 'bare'} ${pct(m.serverCpu)}, driver ${pct(m.driverCpu)}` +
-      ` | load1 ${m.load1.toFixed(2)}`,
-  );
-}
 
 // ----------------------------------------------------------------------------------------------- main
 async function main() {
@@ -363,7 +253,7 @@ async function main() {
     const warm = [];
     for (const key of order) {
       if (run.interrupted || serverProblem()) break;
-      warm.push(await measure(targets[key], WARMUP_S, tokens));
+      warm.push(await measure(targets[key], WARMUP_S, tokens, MEASURE));
     }
     const warmed = warm.map((m) => `${m.target} ${m.total} responses (non-2xx ${m.non2xx}, errors ${m.errors})`);
     console.log(`setup: warm-up ${warmed.join(', ')} in ${((now() - t) / 1000).toFixed(1)} s, not counted`);
@@ -383,86 +273,13 @@ async function main() {
           `${problem[0]} exited (${problem[1].child.exitCode ?? problem[1].child.signalCode}):\n` +
             problem[1].log.tail.join('\n'),
         );
-      const m = await measure(targets[key], DURATION_S, tokens);
+      const m = await measure(targets[key], DURATION_S, tokens, MEASURE);
       runs[key].push(m);
       describe(`${round} ${key}`, m);
     }
   }
 
-  // Summary over all rounds: all per-second samples of a target together, all 2xx latencies together.
-  const combined = {};
-  for (const key of order) {
-    const ms = runs[key];
-    if (!ms.length) continue;
-    const samples = ms.flatMap((m) => m.samples);
-    const latencies = ms.flatMap((m) => m.latencies).sort((a, b) => a - b);
-    const sum = (f) => ms.reduce((a, m) => a + f(m), 0);
-    combined[key] = {
-      mean: mean(samples),
-      median: median(samples),
-      n: samples.length,
-      p50: percentile(latencies, 0.5),
-      p99: percentile(latencies, 0.99),
-      responses: sum((m) => m.total),
-      non2xx: sum((m) => m.non2xx),
-      errors: sum((m) => m.errors),
-      timeouts: sum((m) => m.timeouts),
-      statuses: [
-        ...ms.flatMap((m) => m.statuses).reduce((acc, [s, n]) => acc.set(s, (acc.get(s) ?? 0) + n), new Map()),
-      ],
-      cpu: mean(ms.map((m) => m.serverCpu ?? NaN)),
-      driver: mean(ms.map((m) => m.driverCpu)),
-    };
-  }
-  console.log(`\nsummary over ${runs.me.length} round(s) of ${DURATION_S} s per target, ${CONNECTIONS} connections:`);
-  const rows = [
-    [
-      'target',
-      'samples',
-      'req/s mean',
-      'req/s median',
-      'p50 ms',
-      'p99 ms',
-      'responses',
-      'non-2xx',
-      'errors',
-      'timeouts',
-      'CPU',
-      'driver CPU',
-    ],
-  ];
-  for (const [key, c] of Object.entries(combined)) {
-    rows.push([
-      key === 'me' ? `GET ${PATH}` : 'bare Fastify',
-      String(c.n),
-      c.mean.toFixed(0),
-      c.median.toFixed(0),
-      c.p50.toFixed(2),
-      c.p99.toFixed(2),
-      String(c.responses),
-      String(c.non2xx),
-      String(c.errors),
-      String(c.timeouts),
-      Number.isNaN(c.cpu) ? '?' : pct(c.cpu),
-      pct(c.driver),
-    ]);
-  }
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const r of rows)
-    console.log(`  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}`);
-  for (const [key, c] of Object.entries(combined)) console.log(`  ${key} HTTP statuses: ${fmtStatuses(c.statuses)}`);
-  if (combined.me && combined.bare) {
-    const perRound = runs.me.map((m, i) =>
-      runs.bare[i] ? (mean(m.samples) / mean(runs.bare[i].samples)).toFixed(3) : '?',
-    );
-    console.log(
-      `  ratio /me ÷ bare: req/s mean ${(combined.me.mean / combined.bare.mean).toFixed(3)}, ` +
-        `median ${(combined.me.median / combined.bare.median).toFixed(3)}` +
-        ` (per round, means: ${perRound.join(', ')}); ` +
-        `latency p50 ${(combined.me.p50 / combined.bare.p50).toFixed(2)}×, ` +
-        `p99 ${(combined.me.p99 / combined.bare.p99).toFixed(2)}×`,
-    );
-  }
+  const combined = printSummary(runs, order, { path: PATH, durationS: DURATION_S, connections: CONNECTIONS });
 
   printLogs();
   console.log(`load average at end: ${fmtLoad()}`);

@@ -222,7 +222,7 @@ async function runScenario(name, steps, flow) {
   return { completed, elapsed, errors: errors.length };
 }
 
-// First signal: no new flows; the in-flight ones end, then cleanup (see handleSignals in lib.js).
+// First signal: no new flows; the in-flight ones end, then cleanup (see handleSignals in lib/process.js).
 handleSignals('finishing in-flight flows, then stopping the server and dropping the database (again to stop at once)');
 
 // ----------------------------------------------------------------------------------------------- main

@@ -300,7 +300,7 @@ async function crossCheck(chains, completed) {
   }
 }
 
-// First signal: no new requests; the in-flight ones end, then cleanup (see handleSignals in lib.js).
+// First signal: no new requests; the in-flight ones end, then cleanup (see handleSignals in lib/process.js).
 handleSignals(
   'finishing in-flight requests, then stopping the server and dropping the database (again to stop at once)',
 );
