@@ -13,6 +13,7 @@ import { continueUrl as continueAt, decisionLocation } from '../infra/decisions.
 import { ErrorSchema } from '../../schemas/common.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
+import { verificationContext } from '../../src/services/authorization.js';
 
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
 const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
@@ -152,14 +153,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       const { user, sessionToken, sessionId } = await app.services.accounts.signUp(
         request.body,
         meta(request),
-        found
-          ? {
-              requestId: requestId!,
-              clientId: found.app.clientId,
-              clientName: found.app.clientName,
-              redirectUri: found.request.params.redirect_uri,
-            }
-          : {},
+        verificationContext(found),
       );
       app.setSessionCookie(reply, sessionToken);
       if (requestId)

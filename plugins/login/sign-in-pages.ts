@@ -4,6 +4,7 @@ import { AppError } from '../../src/errors.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { first, Form, type LoginContext, RequestQuery } from './page-context.js';
 import * as views from './views.js';
+import { verificationContext } from '../../src/services/authorization.js';
 
 const SignInQuery = Type.Object({
   request: Type.Optional(Type.String({ maxLength: 128 })),
@@ -107,14 +108,7 @@ export function registerSignInPages({
       const { user, sessionToken, sessionId } = await app.services.accounts.signUp(
         { email: values.email, password: first(form.password) ?? '', name: values.name },
         meta(request),
-        found
-          ? {
-              requestId,
-              clientId: found.app.clientId,
-              clientName: found.app.clientName,
-              redirectUri: found.request.params.redirect_uri,
-            }
-          : {},
+        verificationContext(found),
       );
       app.setSessionCookie(reply, sessionToken);
       signedUp = { userId: user.id, sessionId };

@@ -9,6 +9,7 @@ import type { SessionContext } from '../../src/domain/session.js';
 import { sendDecision } from '../infra/decisions.js';
 import { first, Form, type LoginContext, RequestQuery } from './page-context.js';
 import * as views from './views.js';
+import { verificationContext } from '../../src/services/authorization.js';
 
 export function registerVerificationPages({
   app,
@@ -65,17 +66,7 @@ export function registerVerificationPages({
     await app.rateLimit(reply, 'RESEND_IP', ipKey(request.ip), again);
     await app.rateLimit(reply, 'RESEND_ACCOUNT', ctx.user.id, again);
     if (!ctx.user.email_verified) {
-      await app.services.accounts.sendVerification(
-        ctx.user,
-        found
-          ? {
-              requestId,
-              clientId: found.app.clientId,
-              clientName: found.app.clientName,
-              redirectUri: found.request.params.redirect_uri,
-            }
-          : {},
-      );
+      await app.services.accounts.sendVerification(ctx.user, verificationContext(found));
     }
     return page(
       reply,

@@ -60,6 +60,18 @@ export interface PendingRequest {
   params: AuthorizationRequestParams;
 }
 
+/** What a verification mail says of the pending request it continues (nothing without one). */
+export function verificationContext(found: { request: PendingRequest; app: Application } | undefined) {
+  if (!found) return {};
+  const { request, app } = found;
+  return {
+    requestId: request.id,
+    clientId: app.clientId,
+    clientName: app.clientName,
+    redirectUri: request.params.redirect_uri,
+  };
+}
+
 /** Where a pending request stands for the session presenting it. */
 type Step = 'sign-in' | 'sign-up' | 'verify-email' | 'consent' | 'issue' | { error: OAuthError };
 
