@@ -61,3 +61,16 @@ t.test('unknown admin paths ask for the admin token before saying 404', async (t
   t.equal(admin.statusCode, 404);
   t.same(admin.json(), { error: 'NOT_FOUND', message: 'No route GET /api/admin/secret-route' });
 });
+
+t.test('every answer says nosniff; on https, Strict-Transport-Security too (ASVS 5.0 3.4.1, 3.4.4)', async (t) => {
+  const { app } = await buildTestApp(t);
+  for (const url of ['/healthz', '/api/auth/jwks', '/no-such-route']) {
+    const res = await app.inject({ method: 'GET', url });
+    t.equal(res.headers['x-content-type-options'], 'nosniff', url);
+    t.equal(res.headers['strict-transport-security'], undefined, `${url}: no HSTS over http`);
+  }
+  const secure = await buildTestApp(t, { env: { BASE_URL: 'https://idp.example.com' } });
+  const res = await secure.app.inject({ method: 'GET', url: '/healthz' });
+  t.equal(res.headers['strict-transport-security'], 'max-age=31536000');
+  t.equal(res.headers['x-content-type-options'], 'nosniff');
+});
