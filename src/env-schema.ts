@@ -40,6 +40,11 @@ export const RATE_LIMIT_RULES = {
   RESEND_ACCOUNT: { limit: 3, windowSeconds: 900, what: 'verification mail resends, per account' },
   RESET_REQUEST_IP: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per IP' },
   RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per e-mail address' },
+  RESET_REQUEST_EMAIL_DAY: {
+    limit: 10,
+    windowSeconds: 86400,
+    what: 'request-password-reset, per e-mail address and day (a cap on reset mail to one inbox)',
+  },
   RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900, what: 'reset-password, per IP' },
   BEARER: { limit: 600, windowSeconds: 60, what: '/api/external/* and UserInfo, per access token' },
 } as const;

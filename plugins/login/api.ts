@@ -186,6 +186,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     async (request, reply) => {
       await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
       await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(request.body.email));
+      await app.rateLimit(reply, 'RESET_REQUEST_EMAIL_DAY', emailKey(request.body.email));
       return app.services.recovery.requestReset(request.body, meta(request));
     },
   );

@@ -28,6 +28,7 @@ export function registerRecoveryPages({ app, loginPath, csrfToken, checkCsrf, pa
     }
     await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
     await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
+    await app.rateLimit(reply, 'RESET_REQUEST_EMAIL_DAY', emailKey(email));
     await app.services.recovery.requestReset({ email, redirectTo: app.services.recovery.resetPage }, meta(request));
     return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true }));
   });

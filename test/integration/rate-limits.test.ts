@@ -780,6 +780,7 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
     RESEND_ACCOUNT: { limit: 3, windowSeconds: 900 },
     RESET_REQUEST_IP: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60 },
+    RESET_REQUEST_EMAIL_DAY: { limit: 10, windowSeconds: 86400 },
     RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },
     BEARER: { limit: 600, windowSeconds: 60 },
   });
@@ -1208,4 +1209,30 @@ t.test('IPv6 clients are keyed by their /64', async (t) => {
     401,
     'the next /64 has its own',
   );
+});
+
+t.test('reset mail to one inbox is capped per day, whatever the per-minute window allows', async (t) => {
+  const capped = await buildTestApp(t, {
+    env: { RATE_LIMITS: 'on', RATE_LIMIT_RESET_REQUEST_EMAIL: '100/60', RATE_LIMIT_RESET_REQUEST_EMAIL_DAY: '3/86400' },
+    database,
+  });
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  for (let i = 0; i < 3; i++) {
+    const res = await json(
+      capped.app,
+      '/api/auth/request-password-reset',
+      { email: 'inbox@example.com', redirectTo },
+      newIp(),
+    );
+    t.equal(res.statusCode, 200, `request ${i + 1} of the day`);
+  }
+  const fourth = await json(
+    capped.app,
+    '/api/auth/request-password-reset',
+    { email: 'INBOX@example.com', redirectTo },
+    newIp(),
+  );
+  t.equal(fourth.statusCode, 429, 'the fourth of the day, from yet another IP, is refused');
+  t.ok(Number(fourth.headers['retry-after']) > 3600, `Retry-After counts the day (${fourth.headers['retry-after']} s)`);
+  t.equal(fourth.json().error, 'TOO_MANY_REQUESTS');
 });
