@@ -126,7 +126,7 @@ export function startServer(client, env) {
 }
 
 /** SIGTERM to the process group, SIGKILL after 15 s. */
-async function stopProcess(name) {
+export async function stopProcess(name) {
   const { child, label } = run.processes[name] ?? {};
   if (!child || exited(child)) return;
   const gone = new Promise((r) => child.once('exit', r));

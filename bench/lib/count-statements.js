@@ -1,0 +1,44 @@
+// Preload of `npm run bench` (bench-only; nothing in src/ knows of it):
+//   node --import ./bench/lib/count-statements.js dist/src/cli.js serve
+// counts the statements a server process sends to its database, BEGIN/COMMIT included: every call of
+// pg.Client.prototype.query (pg.Pool's queries, prepared statements and transactions all go through it) and of
+// PGlite.prototype.query / exec (kysely-pglite-dialect sends every statement, BEGIN and COMMIT included, through
+// PGlite's query(); neither method calls the other). On SIGUSR2 it writes
+// { seq, pg, pglite } to the file named by BENCH_STATEMENTS_FILE (through a rename, so a reader never sees half a
+// file); the caller diffs two snapshots.
+import { renameSync, writeFileSync } from 'node:fs';
+
+const file = process.env.BENCH_STATEMENTS_FILE;
+const counts = { seq: 0, pg: 0, pglite: 0 };
+
+function patch(proto, method, key) {
+  const original = proto[method];
+  if (typeof original !== 'function') return false;
+  proto[method] = function countedQuery(...args) {
+    counts[key]++;
+    return original.apply(this, args);
+  };
+  return true;
+}
+
+try {
+  const pg = (await import('pg')).default;
+  patch(pg.Client.prototype, 'query', 'pg');
+} catch {
+  // no pg here
+}
+try {
+  const { PGlite } = await import('@electric-sql/pglite');
+  patch(PGlite.prototype, 'query', 'pglite');
+  patch(PGlite.prototype, 'exec', 'pglite');
+} catch {
+  // no PGlite here
+}
+
+if (file) {
+  process.on('SIGUSR2', () => {
+    counts.seq++;
+    writeFileSync(`${file}.tmp`, JSON.stringify(counts));
+    renameSync(`${file}.tmp`, file);
+  });
+}

@@ -1,0 +1,189 @@
+// The servers `npm run bench` measures, one at a time, each on 127.0.0.1 and a free port:
+//  - ours: `node --import ./bench/lib/count-statements.js dist/src/cli.js serve`, on a fresh idp_bench_<random>
+//    PostgreSQL database or (no DATABASE_URL) on file-backed PGlite in a fresh DATA_DIR; one application and
+//    the users created through the admin API;
+//  - the anchor: bench/anchor/server.js (node-oidc-provider) with its memory adapter or bench/anchor/pg-adapter.js
+//    on a fresh database (the counting preload too); the users passed in a file, hashed at its start;
+//  - bare: one Fastify process answering our paths with bodies recorded from our server (the ceiling).
+// Imports core.js, database.js, http.js, process.js and flows.js.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { b64url, freePort, run } from './core.js';
+import { createDatabase, dbUrlFor, dropDatabase, makeDataDir, serverEnv, baseEnv } from './database.js';
+import { createApplication, createHttpClient, createUser } from './http.js';
+import { startProcess, stopProcess } from './process.js';
+import { FLOW_SCOPE, loginFlow } from './flows.js';
+
+export const USERS = Number(process.env.BENCH_VUS || 16);
+const PRELOAD = ['--import', './bench/lib/count-statements.js'];
+
+const OUR_PATHS = {
+  authorize: '/api/auth/oauth2/authorize',
+  token: '/api/auth/oauth2/token',
+  userinfo: '/api/auth/oauth2/userinfo',
+  me: '/api/external/me',
+  discovery: '/api/auth/.well-known/openid-configuration',
+  jwks: '/api/auth/jwks',
+  scopes: '/api/public/oidc/scopes',
+};
+const ANCHOR_PATHS = {
+  authorize: '/auth',
+  token: '/token',
+  userinfo: '/me',
+  discovery: '/.well-known/openid-configuration',
+  jwks: '/jwks',
+};
+
+/** Which scenarios a target kind serves. */
+export const SCENARIOS_OF = {
+  ours: ['login', 'sso', 'refresh', 'me', 'userinfo', 'discovery', 'jwks', 'scopes'],
+  anchor: ['login', 'sso', 'refresh', 'userinfo', 'discovery', 'jwks'],
+  bare: ['me', 'userinfo', 'discovery', 'jwks', 'scopes'],
+};
+
+const newUsers = (prefix) =>
+  Array.from({ length: USERS }, (_, i) => ({
+    email: `${prefix}-${i}@example.com`,
+    password: b64url(randomBytes(18)),
+    name: `Bench User ${i}`,
+  }));
+
+async function endpoints() {
+  const port = await freePort();
+  const callbackPort = await freePort(); // closed again: nothing listens there, and nothing fetches it
+  const origin = `http://127.0.0.1:${port}`;
+  return { port, origin, redirectUri: `http://127.0.0.1:${callbackPort}/cb` };
+}
+
+const statementsFile = () => join(mkdtempSync(join(tmpdir(), 'idp-bench-stmts-')), 'counts.json');
+
+/** Our server on `db` ('pg' | 'pglite'). Returns the target (see flows.js) plus what run.js needs. */
+export async function startOurs(db) {
+  const { port, origin, redirectUri } = await endpoints();
+  const adminToken = b64url(randomBytes(32));
+  if (db === 'pg') await createDatabase();
+  makeDataDir(`idp-bench-${db}-`);
+  const env = serverEnv({ port, origin, adminToken });
+  if (db === 'pglite') delete env.DATABASE_URL;
+  const stmtFile = statementsFile();
+  env.BENCH_STATEMENTS_FILE = stmtFile;
+  const client = createHttpClient({ maxSockets: 32, userAgent: 'idp-bench-setup' });
+  client.origin = origin;
+  const readyMs = await startProcess({
+    name: 'server',
+    label: `our server (${db})`,
+    args: [...PRELOAD, 'dist/src/cli.js', 'serve'],
+    env,
+    readyUrl: `${origin}/healthz`,
+  });
+  const clientId = await createApplication(client, adminToken, {
+    clientName: 'Benchmark',
+    redirectUri,
+    scope: 'openid profile email offline_access',
+  });
+  const users = await Promise.all(
+    newUsers(`bench-${db}`).map(async (u) => ({ ...u, id: await createUser(client, adminToken, u) })),
+  );
+  const target = {
+    kind: 'ours',
+    name: `ours-${db}`,
+    origin,
+    issuer: `${origin}/api/auth`,
+    loginUrl: `${origin}/login`,
+    redirectUri,
+    clientId,
+    paths: OUR_PATHS,
+  };
+  return { target, users, readyMs, process: 'server', dbName: run.dbName, stmtFile, client };
+}
+
+/** The bodies the bare server answers with: our server's, for user 0 (one sign-in, unmeasured). */
+export async function recordBodies(started) {
+  const { target, users, client } = started;
+  const { tokens } = await loginFlow(target, client, users[0], { scope: FLOW_SCOPE, allowConsent: true });
+  const bodies = {};
+  for (const key of SCENARIOS_OF.bare) {
+    const res = await client.request(target.origin + target.paths[key], {
+      headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json' },
+    });
+    if (res.status !== 200) throw new Error(`recording ${key} for the bare server: ${res.status} ${res.body}`);
+    bodies[target.paths[key]] = { body: res.body, cacheControl: res.headers['cache-control'] };
+  }
+  return bodies;
+}
+
+/** node-oidc-provider with `adapter` ('memory' | 'pg'). */
+export async function startAnchor(adapter) {
+  const { port, origin, redirectUri } = await endpoints();
+  if (adapter === 'pg') await createDatabase();
+  const dir = makeDataDir(`idp-bench-anchor-${adapter}-`);
+  const users = newUsers(`anchor-${adapter}`).map((u) => ({ ...u, id: randomUUID() }));
+  writeFileSync(join(dir, 'users.json'), JSON.stringify(users));
+  const clientId = 'bench-anchor';
+  const stmtFile = adapter === 'pg' ? statementsFile() : undefined;
+  const env = {
+    ...baseEnv(),
+    PORT: String(port),
+    ISSUER: origin,
+    REDIRECT_URI: redirectUri,
+    CLIENT_ID: clientId,
+    USERS_FILE: join(dir, 'users.json'),
+    ANCHOR_ADAPTER: adapter,
+    ...(adapter === 'pg' && { DATABASE_URL: dbUrlFor(run.dbName) }),
+    ...(stmtFile && { BENCH_STATEMENTS_FILE: stmtFile }),
+  };
+  const readyMs = await startProcess({
+    name: 'server',
+    label: `the anchor (${adapter})`,
+    args: [...(stmtFile ? PRELOAD : []), 'bench/anchor/server.js'],
+    env,
+    readyUrl: `${origin}/healthz`,
+  });
+  const target = { kind: 'anchor', name: `anchor-${adapter}`, origin, issuer: origin, redirectUri, clientId };
+  target.paths = ANCHOR_PATHS;
+  return { target, users, readyMs, process: 'server', dbName: run.dbName, stmtFile };
+}
+
+// One Fastify app, no logger, no plugins: GET <path> answers the recorded body. CommonJS under `node -e`, so
+// require() finds fastify in the repository's node_modules (cwd).
+const BARE_SCRIPT = `
+const app = require('fastify')({ logger: false });
+const routes = JSON.parse(process.env.BARE_ROUTES);
+app.get('/healthz', async () => ({ ok: true }));
+for (const [path, { body, cacheControl }] of Object.entries(routes)) {
+  const json = JSON.parse(body);
+  app.get(path, async (request, reply) => {
+    if (cacheControl) reply.header('cache-control', cacheControl);
+    return json;
+  });
+}
+app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) }).catch((e) => { console.error(e); process.exit(1); });
+for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => app.close().then(() => process.exit(0)));
+`;
+
+export async function startBare(bodies) {
+  const { port, origin } = await endpoints();
+  const readyMs = await startProcess({
+    name: 'server',
+    label: 'the bare Fastify server',
+    args: ['-e', BARE_SCRIPT],
+    env: { ...baseEnv(), PORT: String(port), BARE_ROUTES: JSON.stringify(bodies) },
+    readyUrl: `${origin}/healthz`,
+  });
+  const target = { kind: 'bare', name: 'bare', origin, paths: OUR_PATHS };
+  return { target, users: newUsers('bare'), readyMs, process: 'server' };
+}
+
+/** Stops the target's process, drops its database and removes its DATA_DIR. */
+export async function stopTarget(started) {
+  await stopProcess(started.process);
+  delete run.processes[started.process];
+  started.client?.agent.destroy();
+  if (run.dbName) await dropDatabase();
+  run.dbName = undefined;
+  if (run.dataDir) rmSync(run.dataDir, { recursive: true, force: true });
+  run.dataDir = undefined;
+  if (started.stmtFile) rmSync(join(started.stmtFile, '..'), { recursive: true, force: true });
+}
