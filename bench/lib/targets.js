@@ -39,7 +39,7 @@ const ANCHOR_PATHS = {
 /** Which scenarios a target kind serves. */
 export const SCENARIOS_OF = {
   ours: ['login', 'sso', 'refresh', 'me', 'userinfo', 'discovery', 'jwks', 'scopes'],
-  anchor: ['login', 'sso', 'refresh', 'userinfo', 'discovery', 'jwks'],
+  anchor: ['login', 'sso', 'refresh', 'userinfo'],
   bare: ['me', 'userinfo', 'discovery', 'jwks', 'scopes'],
 };
 
