@@ -1,26 +1,10 @@
 // Refresh tokens: rotated on every use under a row lock; a token's family is its grant.
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../create-db.js';
 import type { RefreshTokensTable } from '../tables.js';
 import { revokeGrant } from './grants.js';
 
 export type RefreshTokenRow = Selectable<RefreshTokensTable>;
-
-export async function insertRefreshToken(
-  db: Db,
-  row: {
-    id: string;
-    token_hash: string;
-    grant_id: string;
-    client_id: string;
-    user_id: string;
-    scope: string;
-    expires_at: Date;
-    absolute_expires_at: Date;
-  },
-): Promise<void> {
-  await db.insertInto('refresh_tokens').values(row).execute();
-}
 
 /** The refresh token row, locked for the rest of the transaction, with its grant's state. */
 export async function lockRefreshToken(db: Tx, tokenHash: string) {
@@ -36,23 +20,6 @@ export async function lockRefreshToken(db: Tx, tokenHash: string) {
     .where('refresh_tokens.token_hash', '=', tokenHash)
     .forUpdate('refresh_tokens')
     .executeTakeFirst();
-}
-
-export async function markRefreshTokenUsed(
-  db: Tx,
-  tokenHash: string,
-  successor: { hash: string; sealed: string | null; accessSealed: string | null },
-): Promise<void> {
-  await db
-    .updateTable('refresh_tokens')
-    .set({
-      used_at: sql`now()`,
-      successor_hash: successor.hash,
-      successor_sealed: successor.sealed,
-      successor_access_sealed: successor.accessSealed,
-    })
-    .where('token_hash', '=', tokenHash)
-    .execute();
 }
 
 export async function findRefreshTokenByHash(db: Db, tokenHash: string): Promise<RefreshTokenRow | undefined> {

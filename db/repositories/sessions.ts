@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
-import type { Db } from '../create-db.js';
+import { CompiledQuery, sql } from 'kysely';
+import { executePrepared, type Db } from '../create-db.js';
 import type { SessionRow, UserRow } from '../tables.js';
 
 export type { SessionRow };
@@ -19,32 +19,72 @@ export async function insertSession(
   return db.insertInto('sessions').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
+const SIGNED_IN = `with s as (
+  insert into sessions (id, token_hash, user_id, auth_time, expires_at, ip, user_agent)
+  values ($1::text, $2::text, $3::text, $4::timestamptz, $5::timestamptz, $6::text, $7::text)
+  returning id
+)
+insert into audit_events (type, user_id, ip, detail)
+select 'user.signed_in', $3::text, $6::text, jsonb_build_object('sessionId', s.id) from s`;
+
+/** A new session after a password sign-in and its user.signed_in event, in one statement. */
+export async function insertSignedInSession(db: Db, row: Parameters<typeof insertSession>[1]): Promise<void> {
+  const { id, token_hash, user_id, auth_time, expires_at, ip, user_agent } = row;
+  const parameters = [id, token_hash, user_id, auth_time, expires_at, ip, user_agent];
+  await executePrepared(db, 'idp_signed_in', CompiledQuery.raw(SIGNED_IN, parameters));
+}
+
+// The live session for a cookie with its enabled user, in one statement. last_seen_at (the sliding idle
+// timeout) is written only when it is older than $3 seconds: a read on almost every request, a write
+// about once a minute per session. The idle timeout then counts from a last-seen time up to $3 seconds
+// old, so a session ends at most that much EARLIER than idle-after-last-use, never later.
+const LIVE_SESSION = `with s as (
+  select id, user_id, auth_time from sessions
+   where token_hash = $1::text and revoked_at is null and expires_at > now()
+     and last_seen_at > now() - make_interval(secs => $2::double precision)
+), touched as (
+  update sessions set last_seen_at = now()
+   where id = (select id from s) and last_seen_at < now() - make_interval(secs => $3::double precision)
+)
+select s.id as session_id, s.auth_time, u.id, u.email, u.email_verified, u.name, u.given_name, u.family_name,
+  u.picture, u.permissions, u.disabled, u.role
+from s join users u on u.id = s.user_id and u.disabled = false`;
+
+export interface LiveSession {
+  session: { id: string; auth_time: Date };
+  user: AccountUserColumns;
+}
+
+type AccountUserColumns = Pick<
+  UserRow,
+  | 'id'
+  | 'email'
+  | 'email_verified'
+  | 'name'
+  | 'given_name'
+  | 'family_name'
+  | 'picture'
+  | 'permissions'
+  | 'disabled'
+  | 'role'
+>;
+
 /**
  * The live session for a cookie: not revoked, within its absolute lifetime and its idle timeout, of an
- * enabled user. Touches last_seen_at (sliding idle timeout) in the same statement.
+ * enabled user; touches last_seen_at at most every `touchSeconds`.
  */
-export async function touchLiveSession(
+export async function findLiveSession(
   db: Db,
   tokenHash: string,
   idleSeconds: number,
-): Promise<{ session: SessionRow; user: UserRow } | undefined> {
-  const session = await db
-    .updateTable('sessions')
-    .set({ last_seen_at: sql`now()` })
-    .where('token_hash', '=', tokenHash)
-    .where('revoked_at', 'is', null)
-    .where('expires_at', '>', sql<Date>`now()`)
-    .where(sql<boolean>`last_seen_at > now() - make_interval(secs => ${idleSeconds})`)
-    .returningAll()
-    .executeTakeFirst();
-  if (!session) return undefined;
-  const user = await db
-    .selectFrom('users')
-    .selectAll()
-    .where('id', '=', session.user_id)
-    .where('disabled', '=', false)
-    .executeTakeFirst();
-  return user ? { session, user } : undefined;
+  touchSeconds: number,
+): Promise<LiveSession | undefined> {
+  const query = CompiledQuery.raw(LIVE_SESSION, [tokenHash, idleSeconds, touchSeconds]);
+  type Row = AccountUserColumns & { session_id: string; auth_time: Date };
+  const [row] = await executePrepared(db, 'idp_live_session', query as CompiledQuery<Row>);
+  if (!row) return undefined;
+  const { session_id, auth_time, ...user } = row;
+  return { session: { id: session_id, auth_time }, user };
 }
 
 export async function revokeSessionByHash(db: Db, tokenHash: string): Promise<SessionRow | undefined> {

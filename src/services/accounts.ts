@@ -130,16 +130,7 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
       if (needsRehash(user.password_hash!)) {
         await updateUserRow(db, user.id, { password_hash: await hashPassword(input.password) });
       }
-      const { token, session } = await db.transaction().execute(async (trx) => {
-        const created = await deps.sessions.create(user.id, meta, trx);
-        await appendAuditEvent(trx, {
-          type: 'user.signed_in',
-          userId: user.id,
-          ip: meta.ip,
-          detail: { sessionId: created.session.id },
-        });
-        return created;
-      });
+      const { token, session } = await deps.sessions.signedIn(user.id, meta);
       return { user: toAccountUser(user), sessionToken: token, sessionId: session.id };
     },
 

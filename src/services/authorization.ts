@@ -24,25 +24,27 @@
 //   - otherwise ─▶ issue: complete the request and issue grant + code for the presenting session's user.
 // consent() is accepted only when nextStep() says "consent" for the user presenting the request; at any
 // other step it records nothing and the browser is sent to the step that is due.
+// A signed-in browser with nothing to ask (the common single sign-on) stores no request at all: the
+// code is issued by one statement that writes nothing unless the user's remembered consent covers the
+// scopes; only when a page must be shown is the request stored, bound as above.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
 import * as requests from '../../db/repositories/authorization-requests.js';
 import type { AuthorizationRequestRow } from '../../db/repositories/authorization-requests.js';
-import { insertAuthorizationCode } from '../../db/repositories/codes.js';
 import { findConsent, upsertConsent } from '../../db/repositories/consents.js';
-import { insertGrant } from '../../db/repositories/grants.js';
+import { issueCodeForRequest, issueCodeIfConsented } from '../../db/repositories/issuance.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import type { Application } from '../domain/application.js';
 import type { Config } from '../config.js';
+import { appendQuery, parseAuthorizeParams, type RawParams, single } from '../oauth/authorize-params.js';
 import { OAuthError } from '../oauth/errors.js';
-import { isValidCodeChallenge } from '../oauth/pkce.js';
-import { formatScope, parseRequestedScope, splitScope } from '../oauth/scope.js';
+import { formatScope } from '../oauth/scope.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { ApplicationService } from './applications.js';
 import type { SessionContext } from '../domain/session.js';
 
-export type RawParams = Record<string, string | string[] | undefined>;
+export { appendQuery, type RawParams };
 
 /** An error shown to the user (HTML or JSON), never redirected: client or redirect_uri is not trusted. */
 export class AuthorizeRenderError extends OAuthError {}
@@ -72,23 +74,28 @@ export function verificationContext(found: { request: PendingRequest; app: Appli
   };
 }
 
+/** What nextStep reads of a pending request (a request not stored yet has done nothing). */
+type StepInput = Pick<
+  AuthorizationRequestRow,
+  'params' | 'login_completed_at' | 'login_session_id' | 'login_user_id' | 'consent_user_id' | 'consent_scopes'
+>;
+
+const consentRequired = () => ({
+  error: new OAuthError('consent_required', 'the user has not consented to these scopes'),
+});
+
 /** Where a pending request stands for the session presenting it. */
 type Step = 'sign-in' | 'sign-up' | 'verify-email' | 'consent' | 'issue' | { error: OAuthError };
 
-const PROMPTS = new Set(['none', 'login', 'consent', 'create']);
-
-/** RFC 6749 §3.1: parameters must not be included more than once. */
-function single(params: RawParams, name: string): string | undefined {
-  const v = params[name];
-  if (Array.isArray(v)) throw new OAuthError('invalid_request', `${name} must not be repeated`);
-  return v === undefined || v === '' ? undefined : v;
-}
-
-export function appendQuery(uri: string, values: Record<string, string | undefined>): string {
-  const url = new URL(uri);
-  for (const [k, v] of Object.entries(values)) if (v !== undefined) url.searchParams.append(k, v);
-  return url.toString();
-}
+/** A request nothing has happened on yet. */
+const NOTHING_DONE = (params: AuthorizationRequestParams): StepInput => ({
+  params,
+  login_completed_at: null,
+  login_session_id: null,
+  login_user_id: null,
+  consent_user_id: null,
+  consent_scopes: null,
+});
 
 export function createAuthorizationService(deps: { db: Db; config: Config; applications: ApplicationService }) {
   const { db, config } = deps;
@@ -133,65 +140,6 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return { app, redirectUri, state };
   }
 
-  function parseRest(raw: RawParams, app: Application, redirectUri: string): AuthorizationRequestParams {
-    for (const name of Object.keys(raw)) {
-      if (Array.isArray(raw[name])) throw new OAuthError('invalid_request', `${name} must not be repeated`);
-    }
-    if (single(raw, 'request') !== undefined)
-      throw new OAuthError('request_not_supported', 'request objects are not supported');
-    if (single(raw, 'request_uri') !== undefined)
-      throw new OAuthError('request_uri_not_supported', 'request_uri is not supported');
-    const responseType = single(raw, 'response_type');
-    if (!responseType) throw new OAuthError('invalid_request', 'response_type is required');
-    if (responseType !== 'code')
-      throw new OAuthError('unsupported_response_type', 'only response_type=code is supported');
-    const responseMode = single(raw, 'response_mode');
-    if (responseMode !== undefined && responseMode !== 'query')
-      throw new OAuthError('invalid_request', 'only response_mode=query is supported');
-    const scope = parseRequestedScope(single(raw, 'scope'), app.allowedScopes);
-    const codeChallenge = single(raw, 'code_challenge');
-    const method = single(raw, 'code_challenge_method');
-    if (!codeChallenge) throw new OAuthError('invalid_request', 'code_challenge is required (PKCE)');
-    if (!method) throw new OAuthError('invalid_request', 'code_challenge_method is required and must be S256');
-    if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
-    if (!isValidCodeChallenge(codeChallenge))
-      throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters');
-    const prompt = splitScope(single(raw, 'prompt') ?? '');
-    const unknownPrompt = prompt.filter((p) => !PROMPTS.has(p));
-    if (unknownPrompt.length)
-      throw new OAuthError('invalid_request', `unsupported prompt value: ${unknownPrompt.join(' ')}`);
-    if (prompt.includes('none') && prompt.length > 1)
-      throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
-    const maxAgeRaw = single(raw, 'max_age');
-    let maxAge: number | undefined;
-    if (maxAgeRaw !== undefined) {
-      if (!/^\d{1,10}$/.test(maxAgeRaw))
-        throw new OAuthError('invalid_request', 'max_age must be a non-negative integer');
-      maxAge = Number(maxAgeRaw);
-    }
-    const state = single(raw, 'state');
-    const nonce = single(raw, 'nonce');
-    const loginHint = single(raw, 'login_hint');
-    for (const [name, value] of [
-      ['state', state],
-      ['nonce', nonce],
-      ['login_hint', loginHint],
-    ] as const) {
-      if (value !== undefined && value.length > 2048) throw new OAuthError('invalid_request', `${name} is too long`);
-    }
-    return {
-      client_id: app.clientId,
-      redirect_uri: redirectUri,
-      scope,
-      code_challenge: codeChallenge,
-      prompt,
-      ...(state !== undefined && { state }),
-      ...(nonce !== undefined && { nonce }),
-      ...(maxAge !== undefined && { max_age: maxAge }),
-      ...(loginHint !== undefined && { login_hint: loginHint }),
-    };
-  }
-
   const notFound = () =>
     new AuthorizeRenderError(
       'invalid_request',
@@ -199,8 +147,13 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         'start again from the application',
     );
 
-  /** The step a pending request is at for the session presenting it (see the state machine above). */
-  async function nextStep(request: AuthorizationRequestRow, ctx: SessionContext | undefined): Promise<Step> {
+  /**
+   * The step a pending request is at for the session presenting it (see the state machine above).
+   * `assumeConsent`: do not read the remembered consent, answer 'issue' where it would decide; the
+   * caller then issues only if the consent covers the scopes (issueCodeIfConsented checks it in the
+   * statement that writes the code).
+   */
+  async function nextStep(request: StepInput, ctx: SessionContext | undefined, assumeConsent = false): Promise<Step> {
     const params = request.params;
     const none = params.prompt.includes('none');
     if (!ctx) {
@@ -228,11 +181,10 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     const consentedHere =
       request.consent_user_id === ctx.user.id && params.scope.every((s) => request.consent_scopes?.includes(s));
     if (!consentedHere) {
+      if (params.prompt.includes('consent')) return none ? consentRequired() : 'consent';
+      if (assumeConsent) return 'issue';
       const remembered = (await findConsent(db, ctx.user.id, params.client_id)) ?? [];
-      if (params.prompt.includes('consent') || params.scope.some((s) => !remembered.includes(s))) {
-        if (none) return { error: new OAuthError('consent_required', 'the user has not consented to these scopes') };
-        return 'consent';
-      }
+      if (params.scope.some((s) => !remembered.includes(s))) return none ? consentRequired() : 'consent';
     }
     return 'issue';
   }
@@ -265,56 +217,77 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       await requests.completeAuthorizationRequest(db, request.id);
       return errorRedirect(request.params, step.error);
     }
-    if (step === 'issue') return issueCode(request.id, request.params, ctx!);
+    if (step === 'issue') return issueForRequest(request.id, request.params, ctx!);
     return { kind: step, requestId: request.id };
   }
 
+  /** Grant and code for the presenting session's user; the gate decides whether they are written. */
   async function issueCode(
-    requestId: string,
+    gate: { requestId: string } | { consentCovers: string[] },
     params: AuthorizationRequestParams,
     ctx: SessionContext,
-  ): Promise<Decision> {
+  ): Promise<Decision | undefined> {
     const code = generateToken();
-    const completed = await db.transaction().execute(async (trx) => {
-      // Completing the request and issuing the code happen together, once.
-      if (!(await requests.completeAuthorizationRequest(trx, requestId))) return false;
-      const grantId = randomUUID();
-      const scope = formatScope(params.scope);
-      await insertGrant(trx, {
-        id: grantId,
-        user_id: ctx.user.id,
-        client_id: params.client_id,
-        scope,
-        session_id: ctx.session.id,
-        auth_time: ctx.session.auth_time,
-      });
-      await insertAuthorizationCode(trx, {
-        code_hash: hashToken(code),
-        grant_id: grantId,
-        client_id: params.client_id,
-        user_id: ctx.user.id,
-        redirect_uri: params.redirect_uri,
-        code_challenge: params.code_challenge,
-        nonce: params.nonce ?? null,
-        scope,
-        auth_time: ctx.session.auth_time,
-        session_id: ctx.session.id,
-        expires_at: new Date(Date.now() + config.ttl.authorizationCode * 1000),
-      });
-      await appendAuditEvent(trx, {
-        type: 'authorization.granted',
-        userId: ctx.user.id,
-        clientId: params.client_id,
-        detail: { scope, grantId },
-      });
-      return true;
-    });
-    if (!completed)
+    const row = {
+      grantId: randomUUID(),
+      userId: ctx.user.id,
+      clientId: params.client_id,
+      scope: formatScope(params.scope),
+      sessionId: ctx.session.id,
+      authTime: ctx.session.auth_time,
+      codeHash: hashToken(code),
+      redirectUri: params.redirect_uri,
+      codeChallenge: params.code_challenge,
+      nonce: params.nonce ?? null,
+      expiresAt: new Date(Date.now() + config.ttl.authorizationCode * 1000),
+    };
+    // Completing the request (or finding the consent) and issuing the code happen together, once.
+    const issued =
+      'requestId' in gate
+        ? await issueCodeForRequest(db, gate.requestId, row)
+        : await issueCodeIfConsented(db, row, gate.consentCovers);
+    if (!issued) return undefined;
+    return { kind: 'redirect', url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }) };
+  }
+
+  async function issueForRequest(requestId: string, params: AuthorizationRequestParams, ctx: SessionContext) {
+    const decision = await issueCode({ requestId }, params, ctx);
+    if (!decision)
       throw new AuthorizeRenderError(
         'invalid_request',
         'this sign-in request was already used; start again from the application',
       );
-    return { kind: 'redirect', url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }) };
+    return decision;
+  }
+
+  const storeRequest = (params: AuthorizationRequestParams, browser: string) =>
+    requests.insertAuthorizationRequest(db, {
+      id: generateToken(),
+      client_id: params.client_id,
+      params,
+      expires_at: new Date(Date.now() + config.ttl.consentRequest * 1000),
+      browser_hash: hashToken(browser),
+    });
+
+  /**
+   * A signed-in browser: the request is stored only if a page must be shown. Nothing to ask (the
+   * session is fresh enough, the consent remembered) issues the code at once: one statement that
+   * writes nothing unless the remembered consent covers the scopes.
+   */
+  async function authorizeSignedIn(
+    params: AuthorizationRequestParams,
+    browser: string,
+    ctx: SessionContext,
+  ): Promise<Decision> {
+    const step = await nextStep(NOTHING_DONE(params), ctx, true);
+    if (typeof step === 'object') return errorRedirect(params, step.error);
+    if (step === 'issue') {
+      const issued = await issueCode({ consentCovers: params.scope }, params, ctx);
+      if (issued) return issued;
+      if (params.prompt.includes('none')) return errorRedirect(params, consentRequired().error);
+      return { kind: 'consent', requestId: (await storeRequest(params, browser)).id };
+    }
+    return { kind: step, requestId: (await storeRequest(params, browser)).id };
   }
 
   return {
@@ -326,19 +299,13 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       const { app, redirectUri, state } = await verifyClient(raw);
       let params: AuthorizationRequestParams;
       try {
-        params = parseRest(raw, app, redirectUri);
+        params = parseAuthorizeParams(raw, app, redirectUri);
       } catch (error) {
         if (error instanceof OAuthError) return errorRedirect({ redirect_uri: redirectUri, state }, error);
         throw error;
       }
-      const request = await requests.insertAuthorizationRequest(db, {
-        id: generateToken(),
-        client_id: app.clientId,
-        params,
-        expires_at: new Date(Date.now() + config.ttl.consentRequest * 1000),
-        browser_hash: hashToken(browser),
-      });
-      return decideFor(request, ctx);
+      if (ctx) return authorizeSignedIn(params, browser, ctx);
+      return decideFor(await storeRequest(params, browser), ctx);
     },
 
     decide,

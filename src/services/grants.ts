@@ -41,7 +41,9 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
   const codeStore: AuthorizationCodeStore = {
     async consumeCode(codeHash) {
       const result = await consumeAuthorizationCode(db, codeHash);
-      return result && { code: codeRecord(result.code), replayed: result.replayed };
+      if (!result) return undefined;
+      const code = codeRecord(result.code);
+      return result.replayed ? { code, replayed: true } : { code, replayed: false, userActive: result.userActive };
     },
     async revokeReplayedGrant(code) {
       await db.transaction().execute(async (trx) => {
@@ -54,25 +56,24 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
         });
       });
     },
-    isUserActive: (userId) => isUserActive(db, userId),
+    // One statement: no transaction needed.
     issue: (code, options) =>
-      db.transaction().execute((trx) =>
-        issuer.issueTokens(trx, {
-          grantId: code.grantId,
-          clientId: code.clientId,
-          userId: code.userId,
-          grantScope: code.scope,
-          scope: code.scope,
-          sessionId: code.sessionId,
-          authTime: code.authTime,
-          nonce: code.nonce,
-          refresh: options.refresh ? { kind: 'new' } : { kind: 'none' },
-        }),
-      ),
+      issuer.issueTokens(db, {
+        grantId: code.grantId,
+        clientId: code.clientId,
+        userId: code.userId,
+        grantScope: code.scope,
+        scope: code.scope,
+        sessionId: code.sessionId,
+        authTime: code.authTime,
+        nonce: code.nonce,
+        refresh: options.refresh ? { kind: 'new' } : { kind: 'none' },
+      }),
     respond: issuer.respond,
   };
 
   const refreshStore: RefreshTokenStore = {
+    rotateIfCurrent: (tokenHash, clientId) => issuer.rotateCurrent(db, tokenHash, clientId),
     withLockedToken: (tokenHash, work) =>
       db.transaction().execute(async (trx) => {
         const row = await lockRefreshToken(trx, tokenHash);

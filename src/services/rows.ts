@@ -23,7 +23,22 @@ export function toUser(row: UserRow): User {
   };
 }
 
-export function toAccountUser(row: UserRow): AccountUser {
+/** The columns an AccountUser is made of (the session lookup reads only these). */
+export type AccountUserRow = Pick<
+  UserRow,
+  | 'id'
+  | 'email'
+  | 'email_verified'
+  | 'name'
+  | 'given_name'
+  | 'family_name'
+  | 'picture'
+  | 'permissions'
+  | 'disabled'
+  | 'role'
+>;
+
+export function toAccountUser(row: AccountUserRow): AccountUser {
   return {
     id: row.id,
     email: row.email,
@@ -38,7 +53,7 @@ export function toAccountUser(row: UserRow): AccountUser {
   };
 }
 
-export function toSession(row: SessionRow): Session {
+export function toSession(row: Pick<SessionRow, 'id' | 'auth_time'>): Session {
   return { id: row.id, auth_time: row.auth_time };
 }
 

@@ -1,7 +1,12 @@
 // Hosted-login sessions: an opaque cookie value, only its hash stored; absolute and idle lifetimes.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
-import { insertSession, revokeSessionByHash, touchLiveSession } from '../../db/repositories/sessions.js';
+import {
+  findLiveSession,
+  insertSession,
+  insertSignedInSession,
+  revokeSessionByHash,
+} from '../../db/repositories/sessions.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { revokeSessionAccessTokens } from '../../db/repositories/access-tokens.js';
 import type { Session, SessionContext } from '../domain/session.js';
@@ -12,28 +17,40 @@ export type { SessionContext } from '../domain/session.js';
 
 export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSeconds: number }) {
   const { db } = deps;
+  // last_seen_at is written at most this often per session (see findLiveSession).
+  const touchSeconds = Math.min(60, deps.idleSeconds / 10);
+  const newSession = (userId: string, meta: { ip: string | null; userAgent: string | null }) => {
+    const token = generateToken();
+    const now = new Date();
+    const row = {
+      id: randomUUID(),
+      token_hash: hashToken(token),
+      user_id: userId,
+      auth_time: now,
+      expires_at: new Date(now.getTime() + deps.ttlSeconds * 1000),
+      ip: meta.ip,
+      user_agent: meta.userAgent?.slice(0, 512) ?? null,
+    };
+    return { token, row };
+  };
   return {
     async create(
       userId: string,
       meta: { ip: string | null; userAgent: string | null },
       trx: Db = db,
     ): Promise<{ token: string; session: Session }> {
-      const token = generateToken();
-      const now = new Date();
-      const session = await insertSession(trx, {
-        id: randomUUID(),
-        token_hash: hashToken(token),
-        user_id: userId,
-        auth_time: now,
-        expires_at: new Date(now.getTime() + deps.ttlSeconds * 1000),
-        ip: meta.ip,
-        user_agent: meta.userAgent?.slice(0, 512) ?? null,
-      });
-      return { token, session: toSession(session) };
+      const { token, row } = newSession(userId, meta);
+      return { token, session: toSession(await insertSession(trx, row)) };
+    },
+    /** A session after a password sign-in, recorded with its user.signed_in event in one statement. */
+    async signedIn(userId: string, meta: { ip: string | null; userAgent: string | null }) {
+      const { token, row } = newSession(userId, meta);
+      await insertSignedInSession(db, row);
+      return { token, session: toSession(row) };
     },
     async resolve(token: string | undefined): Promise<SessionContext | undefined> {
       if (!token || token.length > 100) return undefined;
-      const live = await touchLiveSession(db, hashToken(token), deps.idleSeconds);
+      const live = await findLiveSession(db, hashToken(token), deps.idleSeconds, touchSeconds);
       return live && { session: toSession(live.session), user: toAccountUser(live.user) };
     },
     async revoke(token: string, actor: { ip?: string | null }) {

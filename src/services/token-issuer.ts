@@ -1,16 +1,13 @@
 // The one token issuer of every grant: records the access token, the refresh token (a new family
-// member, or the successor of a rotated one with its bookkeeping) and the audit event inside the
-// caller's transaction; answers with the ID token signed after that transaction, so that no row lock
-// or pooled connection waits on a signature.
+// member, or the successor of a rotated one with its bookkeeping) and the audit event in one statement
+// (db/repositories/issuance.ts), inside the caller's transaction when it has one; answers with the ID
+// token signed after that statement or transaction, so that no row lock or pooled connection waits on
+// a signature.
 import { randomUUID } from 'node:crypto';
-import type { Tx } from '../../db/create-db.js';
-import { insertAccessToken, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
-import { appendAuditEvent } from '../../db/repositories/audit.js';
-import {
-  findRefreshTokenByHash,
-  insertRefreshToken,
-  markRefreshTokenUsed,
-} from '../../db/repositories/refresh-tokens.js';
+import type { Db, Tx } from '../../db/create-db.js';
+import { findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
+import { insertTokenSet, rotateCurrentRefreshToken, type TokenSet } from '../../db/repositories/issuance.js';
+import { findRefreshTokenByHash } from '../../db/repositories/refresh-tokens.js';
 import type { Config } from '../config.js';
 import type { IssuedTokens, TokenResponse } from '../oauth/grants/grant.js';
 import { signIdToken } from '../oauth/id-token.js';
@@ -41,65 +38,56 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
   const { config } = deps;
   const secretKey = config.secretKey!;
   const grace = config.ttl.refreshTokenGrace > 0;
+  /** With a grace window the successor pair is kept sealed, for a retry of the used token. */
+  const sealSuccessor = (refreshToken: string, accessToken: string) => {
+    if (!grace) return { sealed: null, accessSealed: null };
+    const aad = hashToken(refreshToken);
+    return {
+      sealed: seal(refreshToken, { secretKey, purpose: SEAL_PURPOSE, aad }),
+      accessSealed: seal(accessToken, { secretKey, purpose: SEAL_PURPOSE, aad: `${aad}:access` }),
+    };
+  };
 
   return {
-    /** Records the tokens of one token response in `trx`, with their audit event. */
-    async issueTokens(trx: Tx, input: IssueInput): Promise<IssuedTokens> {
+    /** Records the tokens of one token response and their audit event in one statement (`db` or a transaction). */
+    async issueTokens(db: Db, input: IssueInput): Promise<IssuedTokens> {
       const now = Date.now();
       const accessToken = generateToken();
       const refreshToken = input.refresh.kind === 'none' ? undefined : generateToken();
-      await insertAccessToken(trx, {
-        token_hash: hashToken(accessToken),
-        grant_id: input.grantId,
-        client_id: input.clientId,
-        user_id: input.userId,
-        scope: input.scope,
-        session_id: input.sessionId,
-        expires_at: new Date(now + config.ttl.accessToken * 1000),
-      });
+      let refresh: TokenSet['refresh'];
       if (refreshToken) {
         const successorHash = hashToken(refreshToken);
         const absolute =
           input.refresh.kind === 'rotate'
             ? input.refresh.absoluteExpiresAt
             : new Date(now + config.ttl.refreshTokenAbsolute * 1000);
-        await insertRefreshToken(trx, {
+        refresh = {
           id: randomUUID(),
-          token_hash: successorHash,
-          grant_id: input.grantId,
-          client_id: input.clientId,
-          user_id: input.userId,
+          hash: successorHash,
           scope: input.grantScope,
           // Sliding lifetime, never past the family's absolute cap.
-          expires_at: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
-          absolute_expires_at: absolute,
-        });
-        if (input.refresh.kind === 'rotate') {
-          // With a grace window the successor pair is kept sealed, for a retry of the used token.
-          await markRefreshTokenUsed(trx, input.refresh.presentedHash, {
-            hash: successorHash,
-            sealed: grace ? seal(refreshToken, { secretKey, purpose: SEAL_PURPOSE, aad: successorHash }) : null,
-            accessSealed: grace
-              ? seal(accessToken, { secretKey, purpose: SEAL_PURPOSE, aad: `${successorHash}:access` })
-              : null,
-          });
-        }
+          expiresAt: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
+          absoluteExpiresAt: absolute,
+          ...(input.refresh.kind === 'rotate' && {
+            rotated: { presentedHash: input.refresh.presentedHash, ...sealSuccessor(refreshToken, accessToken) },
+          }),
+        };
       }
-      if (input.refresh.kind === 'rotate') {
-        await appendAuditEvent(trx, {
-          type: 'refresh_token.rotated',
-          userId: input.userId,
-          clientId: input.clientId,
-          detail: { grantId: input.grantId, scope: input.scope },
-        });
-      } else {
-        await appendAuditEvent(trx, {
-          type: 'token.issued',
-          userId: input.userId,
-          clientId: input.clientId,
-          detail: { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) },
-        });
-      }
+      const rotate = input.refresh.kind === 'rotate';
+      await insertTokenSet(db, {
+        accessHash: hashToken(accessToken),
+        grantId: input.grantId,
+        clientId: input.clientId,
+        userId: input.userId,
+        scope: input.scope,
+        sessionId: input.sessionId,
+        accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
+        auditType: rotate ? 'refresh_token.rotated' : 'token.issued',
+        auditDetail: rotate
+          ? { grantId: input.grantId, scope: input.scope }
+          : { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) },
+        refresh,
+      });
       return {
         accessToken,
         refreshToken,
@@ -109,7 +97,40 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
         clientId: input.clientId,
         authTime: input.authTime,
         nonce: input.nonce ?? null,
-        sessionId: input.refresh.kind === 'rotate' ? null : input.sessionId,
+        sessionId: rotate ? null : input.sessionId,
+      };
+    },
+
+    /**
+     * The common refresh in one statement (see rotateCurrentRefreshToken): the successor pair keeps the
+     * grant's scope and is issued offline; undefined when the presented token is not current.
+     */
+    async rotateCurrent(db: Db, presentedHash: string, clientId: string): Promise<IssuedTokens | undefined> {
+      const now = Date.now();
+      const accessToken = generateToken();
+      const refreshToken = generateToken();
+      const refreshHash = hashToken(refreshToken);
+      const rotated = await rotateCurrentRefreshToken(db, {
+        presentedHash,
+        clientId,
+        accessHash: hashToken(accessToken),
+        accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
+        refreshId: randomUUID(),
+        refreshHash,
+        refreshExpiresAt: new Date(now + config.ttl.refreshToken * 1000),
+        ...sealSuccessor(refreshToken, accessToken),
+      });
+      if (!rotated) return undefined;
+      return {
+        accessToken,
+        refreshToken,
+        scope: rotated.scope,
+        expiresIn: config.ttl.accessToken,
+        subject: rotated.user_id,
+        clientId,
+        authTime: rotated.auth_time ? new Date(rotated.auth_time) : new Date(),
+        nonce: null,
+        sessionId: null,
       };
     },
 

@@ -21,13 +21,18 @@ export interface CodeRecord {
   expiresAt: Date;
 }
 
+export type ConsumedCode =
+  | { code: CodeRecord; replayed: false; userActive: boolean }
+  | { code: CodeRecord; replayed: true };
+
 export interface AuthorizationCodeStore extends TokenAnswer {
-  /** Consumes the code; one that existed but was consumed before comes back `replayed`. */
-  consumeCode(codeHash: string): Promise<{ code: CodeRecord; replayed: boolean } | undefined>;
+  /**
+   * Consumes the code; one that existed but was consumed before comes back `replayed`. A consumed one
+   * says whether its user still exists and is enabled (read by the same statement).
+   */
+  consumeCode(codeHash: string): Promise<ConsumedCode | undefined>;
   /** Revokes the grant of a replayed code and records code.reuse_detected, in one transaction. */
   revokeReplayedGrant(code: CodeRecord): Promise<void>;
-  /** The user exists and is not disabled. */
-  isUserActive(userId: string): Promise<boolean>;
   /** Records the tokens of this code's grant: access token, refresh token when asked, audit event. */
   issue(code: CodeRecord, options: { refresh: boolean }): Promise<IssuedTokens>;
 }
@@ -59,7 +64,7 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
     if (!verifyPkce(verifier, row.codeChallenge))
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
-    if (!(await store.isUserActive(row.userId))) throw new OAuthError('invalid_grant', 'the user is not available');
+    if (!consumed.userActive) throw new OAuthError('invalid_grant', 'the user is not available');
 
     // Refresh tokens only when offline_access was granted (decisions.md, Protocol).
     const issued = await store.issue(row, { refresh: splitScope(row.scope).includes('offline_access') });

@@ -2,6 +2,8 @@
 // §4.14): one transaction locks the presented token's row; a token presented after it was used
 // revokes its whole family (the grant) and every access token issued from it. An optional grace
 // window lets a client that lost the response retry once and get the same successor, never a sibling.
+// A current token with no scope asked is rotated by one atomic step first (rotateIfCurrent); anything
+// else, or a token that step refused, goes through the locked transaction, which says why.
 // The scope may only narrow (RFC 6749 §6); the refresh token keeps the grant's scope.
 import { OAuthError } from '../errors.js';
 import { formatScope, splitScope } from '../scope.js';
@@ -35,6 +37,12 @@ export interface RefreshTransaction {
 }
 
 export interface RefreshTokenStore extends TokenAnswer {
+  /**
+   * The common case in one atomic step: rotates the token when it is unused, unrevoked, of this client,
+   * within its lifetimes, of a live grant and an enabled user, keeping the grant's scope. Undefined, with
+   * nothing changed, otherwise: the locked path below then finds out why.
+   */
+  rotateIfCurrent(tokenHash: string, clientId: string): Promise<IssuedTokens | undefined>;
   /** Runs `work` in one transaction with the presented token's row locked (undefined: no such token). */
   withLockedToken<T>(
     tokenHash: string,
@@ -55,8 +63,13 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     const [presented] = requireParameters(this, params) as [string];
     if (presented.length > 256) throw invalid('the refresh token is invalid, expired or revoked');
     const requestedScope = params.scope;
+    const tokenHash = hashToken(presented);
+    if (client.enabled && requestedScope === undefined) {
+      const issued = await store.rotateIfCurrent(tokenHash, client.clientId);
+      if (issued) return store.respond(issued);
+    }
 
-    const outcome = await store.withLockedToken(hashToken(presented), async (token, tx): Promise<Outcome> => {
+    const outcome = await store.withLockedToken(tokenHash, async (token, tx): Promise<Outcome> => {
       if (!token || token.clientId !== client.clientId || token.revoked) {
         return { error: invalid('the refresh token is invalid, expired or revoked') };
       }
