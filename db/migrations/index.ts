@@ -8,6 +8,7 @@ import * as m0004 from './0004-recovery.js';
 import * as m0005 from './0005-admin.js';
 import * as m0006 from './0006-request-binding.js';
 import * as m0007 from './0007-verification-address.js';
+import * as m0008 from './0008-invalidation-notices.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0005-admin': m0005,
   '0006-request-binding': m0006,
   '0007-verification-address': m0007,
+  '0008-invalidation-notices': m0008,
 };
 
 export const migrationProvider: MigrationProvider = {

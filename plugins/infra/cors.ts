@@ -4,12 +4,12 @@
 // token's client), which an origin delegator does not see.
 //  - Preflight: 204; allowed for any origin in the union of allowedWebOrigins (cached 60 s, dropped at
 //    once when an application changes, on every instance through PostgreSQL LISTEN/NOTIFY).
+//    Applications themselves are cached by the application service (applications.find).
 //  - Actual request: Access-Control-Allow-Origin only when the origin is registered for that client;
 //    when the request speaks for no known client (an error before one is identified), any registered origin.
 //  - Never credentials; always Vary: Origin.
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { APPLICATIONS_CHANNEL } from '../../src/services/applications.js';
 
 export const CORS_CACHE_SECONDS = 60;
 export const CORS_MAX_AGE_SECONDS = 600;
@@ -48,23 +48,11 @@ export default fp(
       cached = undefined;
     };
 
-    // In this process, every change through the services drops the cache at once.
-    app.services.applications.onChange(invalidate);
-    // Other instances on the same PostgreSQL database are told by NOTIFY.
-    if (app.database.listen) {
-      const listener = app.database.listen(APPLICATIONS_CHANNEL, {
-        onMessage: invalidate,
-        onReconnect: invalidate,
-        onError: (error) =>
-          app.log.warn(
-            { err: error },
-            'CORS origin listener lost its connection; retrying (the cache expiry still applies)',
-          ),
-      });
-      app.addHook('onClose', async () => listener.stop());
-      // Listening before serving, so no change can slip between start and the first LISTEN.
-      await Promise.race([listener.ready, new Promise((r) => setTimeout(r, 5000).unref())]);
-    }
+    // Every application change drops the list: at once for changes in this process, by NOTIFY for other
+    // instances' (one listener per process feeds app.services.invalidation; see src/services/invalidation.ts).
+    app.services.invalidation.on((event) => {
+      if (event.kind !== 'access') invalidate();
+    });
 
     // Declared here (Fastify's decorateRequest), set by whoever learns the client: bearer-auth, the client endpoints.
     app.decorateRequest('corsClientId', undefined);

@@ -96,17 +96,19 @@ export default fp(
         retryDelaysMs: config.mailRetryDelaysMs,
         logLinks: config.env !== 'production',
       });
+    // The services write through servicesDb: their revocations reach the caches (src/services/invalidation.ts).
+    const db = app.servicesDb;
     const sessions = createSessionService({
-      db: app.db,
+      db,
       ttlSeconds: config.ttl.session,
       idleSeconds: config.ttl.sessionIdle,
     });
-    const accounts = createAccountService({ db: app.db, config, sessions, mailer });
-    const authorization = createAuthorizationService({ db: app.db, config, applications: app.services.applications });
+    const accounts = createAccountService({ db, config, sessions, mailer });
+    const authorization = createAuthorizationService({ db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
 
-    const recovery = createRecoveryService({ db: app.db, config, mailer, log: app.log });
+    const recovery = createRecoveryService({ db, config, mailer, log: app.log });
     // A password set by an operator (admin API, admin web) is announced like a completed reset.
     app.services.users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
     const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
@@ -115,10 +117,10 @@ export default fp(
       sessions,
       accounts,
       recovery,
-      adminSetup: createAdminSetupService({ db: app.db, config, sessions }),
+      adminSetup: createAdminSetupService({ db, config, sessions }),
       authorization,
-      grants: createGrants({ db: app.db, issuer: createTokenIssuer({ config, keys }) }),
-      tokens: createTokenService({ db: app.db }),
+      grants: createGrants({ db, issuer: createTokenIssuer({ config, keys }) }),
+      tokens: createTokenService({ db }),
       signingKeys,
       cleanup,
       mailer,

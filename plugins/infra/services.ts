@@ -1,6 +1,7 @@
 // Domain services, built once per app over the database. Routes call these; they never write SQL.
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import type { Db } from '../../src/database.js';
 import {
   createApplicationService,
   type ApplicationService,
@@ -9,6 +10,12 @@ import {
 import { createUserService, type UserService } from '../../src/services/users.js';
 import { createUserAccessService, type UserAccessService } from '../../src/services/user-access.js';
 import { createAuditService, type AuditService } from '../../src/services/audit.js';
+import {
+  connectInvalidationListener,
+  createInvalidationBus,
+  observeWrites,
+  type InvalidationBus,
+} from '../../src/services/invalidation.js';
 
 /**
  * The one namespace of the domain services on the instance (`app.services.*`). Plugins that build more
@@ -19,12 +26,16 @@ export interface AppServices {
   users: UserService;
   access: UserAccessService;
   audit: AuditService;
+  /** Notices that cached applications, origins and bearer authentications may be stale. */
+  invalidation: InvalidationBus;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     services: AppServices;
     staticApplications: StaticApplications;
+    /** app.db for the services: their committed writes tell app.services.invalidation (see invalidation.ts). */
+    servicesDb: Db;
   }
 }
 
@@ -35,15 +46,28 @@ export interface ServicesPluginOptions {
 export default fp(
   async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptions) {
     app.decorate('staticApplications', options.staticApplications);
-    const users = createUserService({ db: app.db });
+    const invalidation = createInvalidationBus();
+    const db = observeWrites(app.db, invalidation);
+    app.decorate('servicesDb', db);
+    const users = createUserService({ db });
+    const applications = createApplicationService({ db, staticApplications: options.staticApplications });
+    applications.onChange((clientId) => invalidation.emit({ kind: 'application', clientId }));
+    invalidation.on((event) => {
+      if (event.kind === 'application') applications.forget(event.clientId);
+      else if (event.kind === 'reset') applications.forget();
+    });
     // The sign-in services join this object in oidc-services.
     const services = {
-      applications: createApplicationService({ db: app.db, staticApplications: options.staticApplications }),
+      applications,
       users,
-      access: createUserAccessService({ db: app.db, users }),
-      audit: createAuditService({ db: app.db }),
+      access: createUserAccessService({ db, users }),
+      audit: createAuditService({ db }),
+      invalidation,
     } as AppServices;
     app.decorate('services', services);
+    // One LISTEN connection for every cache (PostgreSQL): notices of other instances' changes.
+    const listener = await connectInvalidationListener(app.database, invalidation, app.log);
+    if (listener) app.addHook('onClose', async () => listener.stop());
   },
   { name: 'services', dependencies: ['db'] },
 );

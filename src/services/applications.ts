@@ -17,7 +17,7 @@ import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import { toApplication } from './rows.js';
 
-/** The PostgreSQL channel on which every instance hears of application changes (CORS caches). */
+/** The PostgreSQL channel on which every instance hears of application changes (see invalidation.ts). */
 export const APPLICATIONS_CHANNEL = repo.APPLICATIONS_CHANNEL;
 
 export interface ActorContext {
@@ -37,7 +37,15 @@ export interface ApplicationServiceDeps {
   staticApplications: StaticApplications;
   /** Called after any change commits (drops caches such as the CORS origin list). */
   onChange?: (clientId: string) => void;
+  /** How long a looked-up application is kept (default 60 s; 0: no cache). Unknown ids: 5 s at most. */
+  cacheSeconds?: number;
 }
+
+export const APPLICATION_CACHE_SECONDS = 60;
+/** An unknown client id is remembered briefly (a creation elsewhere is announced anyway). */
+const UNKNOWN_CACHE_SECONDS = 5;
+/** Entries kept at most (unknown ids come from requests): past it the oldest go first. */
+const CACHE_MAX_ENTRIES = 10_000;
 
 export interface Page<T> {
   items: T[];
@@ -61,8 +69,37 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
   const { db, staticApplications } = deps;
   const listeners: Array<(clientId: string) => void> = deps.onChange ? [deps.onChange] : [];
   const changed = (clientId: string) => {
+    forget(clientId);
     for (const listener of listeners) listener(clientId);
   };
+
+  // Database applications by client id, unknown ids included, for the hot paths (authorize, token,
+  // end-session, CORS, public metadata). Dropped at once by this service's changes, by forget() (other
+  // instances' notices, see invalidation.ts) and after cacheSeconds; a lookup that was under way while
+  // something was forgotten is not kept (it may have read the old row).
+  const cacheMs = (deps.cacheSeconds ?? APPLICATION_CACHE_SECONDS) * 1000;
+  const cache = new Map<string, { until: number; app: Application | undefined }>();
+  let generation = 0;
+  function forget(clientId?: string) {
+    generation++;
+    if (clientId === undefined) cache.clear();
+    else cache.delete(clientId);
+  }
+  async function lookup(clientId: string): Promise<Application | undefined> {
+    const now = Date.now();
+    const hit = cache.get(clientId);
+    if (hit && hit.until > now) return hit.app;
+    const started = generation;
+    const row = await repo.findApplicationRow(db, clientId);
+    const app = row ? toApplication(row) : undefined;
+    if (cacheMs > 0 && started === generation) {
+      if (hit) cache.delete(clientId);
+      else if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+      const ms = app ? cacheMs : Math.min(cacheMs, UNKNOWN_CACHE_SECONDS * 1000);
+      cache.set(clientId, { until: Date.now() + ms, app });
+    }
+    return app;
+  }
 
   function readOnly(clientId: string): AppError {
     return new AppError(
@@ -74,19 +111,14 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
   }
 
   async function get(clientId: string): Promise<Application> {
-    const found =
-      staticApplications.get(clientId) ??
-      (await repo.findApplicationRow(db, clientId).then((r) => r && toApplication(r)));
+    const found = staticApplications.get(clientId) ?? (await lookup(clientId));
     if (!found) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
     return found;
   }
 
   /** Static first (they shadow database rows), undefined when neither has it. Enabled or not. */
   async function find(clientId: string): Promise<Application | undefined> {
-    const fromStatic = staticApplications.get(clientId);
-    if (fromStatic) return fromStatic;
-    const row = await repo.findApplicationRow(db, clientId);
-    return row ? toApplication(row) : undefined;
+    return staticApplications.get(clientId) ?? lookup(clientId);
   }
 
   async function list(
@@ -213,6 +245,8 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     onChange(listener: (clientId: string) => void) {
       listeners.push(listener);
     },
+    /** Drops the cached application (all of them when no id is given): it changed elsewhere. */
+    forget,
     get,
     find,
     webOrigins,
