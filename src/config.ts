@@ -21,8 +21,6 @@ export interface Config {
   adminUrl: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
-  /** Server processes sharing the port (node:cluster); more than 1 only on PostgreSQL. */
-  workers: number;
   dataDir: string;
   /** undefined until resolved by resolveSecretKey() (generated in development). */
   secretKey: string | undefined;
@@ -37,6 +35,8 @@ export interface Config {
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
   corsCacheSeconds: number;
+  /** Seconds a bearer token's authentication is reused in this process (0: not cached). */
+  bearerCacheSeconds: number;
   /** Origins besides the login origin that may call the cookie token endpoints. */
   firstPartyOrigins: string[];
   /** Waits before each retry of a failed mail, in milliseconds. */
@@ -245,7 +245,6 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     adminUrl: stripSlash(parsed.ADMIN_URL ?? `${baseUrl}/admin`),
     databaseUrl: parsed.DATABASE_URL,
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
-    workers: parsed.WORKERS,
     dataDir: isAbsolute(parsed.DATA_DIR) ? parsed.DATA_DIR : resolve(cwd, parsed.DATA_DIR),
     secretKey: parsed.SECRET_KEY,
     adminApiToken: parsed.ADMIN_API_TOKEN,
@@ -259,6 +258,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     corsCacheSeconds: parsed.CORS_CACHE_TTL,
+    bearerCacheSeconds: parsed.BEARER_CACHE_SECONDS,
     firstPartyOrigins,
     mailRetryDelaysMs:
       parsed.MAIL_RETRY_DELAYS === 'none'

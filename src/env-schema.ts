@@ -85,12 +85,6 @@ export const EnvSchema = Type.Object({
     }),
   ),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'an integer 1-200' }),
-  WORKERS: Type.Integer({
-    minimum: 1,
-    maximum: 64,
-    default: 1,
-    description: 'a number of server processes from 1 to 64 (more than 1 needs DATABASE_URL)',
-  }),
   DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'a directory path' }),
   SECRET_KEY: Type.Optional(
     Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),
@@ -146,6 +140,14 @@ export const EnvSchema = Type.Object({
     60,
     'how long the registered-origin list is cached; changes made through this service apply at once',
   ),
+  BEARER_CACHE_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: 60,
+    default: 5,
+    description:
+      'a whole number of seconds from 0 to 60 a bearer token check is reused in this process (0: off); ' +
+      'the longest a revocation on another instance can take to apply here when notices are lost',
+  }),
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),

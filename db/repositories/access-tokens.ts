@@ -51,6 +51,12 @@ export interface BearerRow {
     | undefined;
   /** null when the application is not in the database (it may be a static one). */
   applicationEnabled: boolean | null;
+  /**
+   * Milliseconds (by the database's clock) until the first of: the token's expiry, and, for a token of
+   * a browser session, the session's absolute expiry and its idle deadline (a bearer request does not
+   * touch the session). How long a cached answer may live at most.
+   */
+  liveForMs: number;
 }
 
 /**
@@ -92,6 +98,8 @@ export async function findBearer(
       'users.permissions as u_permissions',
       'users.disabled as u_disabled',
       'applications.enabled as app_enabled',
+      sql<number>`(extract(epoch from least(access_tokens.expires_at, sessions.expires_at,
+        sessions.last_seen_at + make_interval(secs => ${sessionIdleSeconds})) - now()) * 1000)::float8`.as('live_ms'),
     ])
     .where('access_tokens.token_hash', '=', tokenHash)
     .where('access_tokens.revoked_at', 'is', null)
@@ -121,6 +129,7 @@ export async function findBearer(
     u_permissions,
     u_disabled,
     app_enabled,
+    live_ms,
     ...token
   } = row;
   return {
@@ -139,5 +148,6 @@ export async function findBearer(
         }
       : undefined,
     applicationEnabled: app_enabled ?? null,
+    liveForMs: Number(live_ms),
   };
 }

@@ -53,7 +53,10 @@ export default fp(
       db: app.db,
       sessionIdleSeconds: config.ttl.sessionIdle,
       staticApplications: app.staticApplications,
+      cacheSeconds: config.bearerCacheSeconds,
     });
+    // Any revocation, user or application change, here or (by NOTIFY) elsewhere: drop every cached answer.
+    app.services.invalidation.on(() => bearers.invalidate());
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
       // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.

@@ -2,8 +2,20 @@
 // the access-token store by hash, live (not expired or revoked, its grant not revoked, its browser
 // session, if any, still live), of an enabled application and of a user who is not disabled. One round
 // trip (a prepared statement on PostgreSQL) for token, session, user and application.
+//
+// Answers are cached in this process by token hash for BEARER_CACHE_SECONDS (default 5), and never
+// past the token's expiry, its session's absolute expiry or its session's idle deadline (computed by
+// the database, from the same row). invalidate() drops every entry: the bearer-auth plugin calls it on
+// every notice of the invalidation bus (src/services/invalidation.ts), i.e. at once in this process
+// after any committed write that revokes a token, grant or session or changes a user or application,
+// and on other instances when their NOTIFY arrives. Whole-cache drops keep this simple and correct:
+// such changes are rare next to bearer checks, and the claims served come from the cached user (an
+// e-mail or profile change drops them as well). The TTL bounds the delay when notices are lost (the
+// listener is down); see README, BEARER_CACHE_SECONDS.
+// Failures are not cached: a token issued a moment ago is a new hash and always reaches the database,
+// and a token that fails keeps failing for a reason the database still holds.
 import type { Db } from '../../db/create-db.js';
-import { findBearer } from '../../db/repositories/access-tokens.js';
+import { type BearerRow, findBearer } from '../../db/repositories/access-tokens.js';
 import type { ClaimSource } from '../oauth/claims.js';
 import { splitScope } from '../oauth/scope.js';
 import { hashToken } from '../oauth/tokens.js';
@@ -22,36 +34,69 @@ export interface BearerAuth {
   user: BearerUser | undefined;
 }
 
+/** Cached authentications kept at most; past it the oldest go first. */
+const CACHE_MAX_ENTRIES = 50_000;
+
 export function createBearerService(deps: {
   db: Db;
   sessionIdleSeconds: number;
   staticApplications: StaticApplications;
+  /** Seconds a successful authentication is reused at most (0: every request asks the database). */
+  cacheSeconds?: number;
 }) {
+  const cacheMs = (deps.cacheSeconds ?? 0) * 1000;
+  const cache = new Map<string, { until: number; auth: BearerAuth }>();
+  // Bumped by invalidate(): a lookup under way across a drop may have read the old rows; it is not kept.
+  let generation = 0;
+
+  async function lookup(tokenHash: string): Promise<BearerAuth | undefined> {
+    const started = generation;
+    const found = await findBearer(deps.db, tokenHash, deps.sessionIdleSeconds);
+    const auth = found && toAuth(tokenHash, found);
+    if (auth && cacheMs > 0 && started === generation && found.liveForMs > 0) {
+      if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+      cache.set(tokenHash, { until: Date.now() + Math.min(cacheMs, found.liveForMs), auth });
+    }
+    return auth;
+  }
+
+  function toAuth(tokenHash: string, found: BearerRow): BearerAuth | undefined {
+    const { token: row, user } = found;
+    // Static applications shadow database rows; otherwise the row's flag (absent row: deleted app).
+    const fromStatic = deps.staticApplications.get(row.client_id);
+    const enabled = fromStatic ? fromStatic.enabled : found.applicationEnabled === true;
+    if (!enabled) return undefined;
+    let bearerUser: BearerUser | undefined;
+    if (user) {
+      // A deleted user's tokens are deleted with it; a disabled user's tokens stop working.
+      const { disabled, ...claims } = user;
+      if (disabled) return undefined;
+      bearerUser = claims;
+    }
+    return {
+      tokenHash,
+      scopes: splitScope(row.scope),
+      clientId: row.client_id,
+      userId: row.user_id,
+      user: bearerUser,
+    };
+  }
+
   return {
     /** The live token's authentication, or undefined (unknown, expired, revoked, disabled). */
-    async authenticate(token: string): Promise<BearerAuth | undefined> {
+    authenticate(token: string): Promise<BearerAuth | undefined> | BearerAuth {
       const tokenHash = hashToken(token);
-      const found = await findBearer(deps.db, tokenHash, deps.sessionIdleSeconds);
-      if (!found) return undefined;
-      const { token: row, user } = found;
-      // Static applications shadow database rows; otherwise the row's flag (absent row: deleted app).
-      const fromStatic = deps.staticApplications.get(row.client_id);
-      const enabled = fromStatic ? fromStatic.enabled : found.applicationEnabled === true;
-      if (!enabled) return undefined;
-      let bearerUser: BearerUser | undefined;
-      if (user) {
-        // A deleted user's tokens are deleted with it; a disabled user's tokens stop working.
-        const { disabled, ...claims } = user;
-        if (disabled) return undefined;
-        bearerUser = claims;
+      const hit = cache.get(tokenHash);
+      if (hit) {
+        if (hit.until > Date.now()) return hit.auth;
+        cache.delete(tokenHash);
       }
-      return {
-        tokenHash,
-        scopes: splitScope(row.scope),
-        clientId: row.client_id,
-        userId: row.user_id,
-        user: bearerUser,
-      };
+      return lookup(tokenHash);
+    },
+    /** Drops every cached authentication (something was revoked or changed). */
+    invalidate() {
+      generation++;
+      cache.clear();
     },
   };
 }

@@ -6,7 +6,8 @@ import { buildTestApp } from '../helpers/app.js';
 import { obtainTokens } from '../helpers/flow.js';
 
 t.test('the prepared bearer lookup survives a column added by a migration elsewhere', async (t) => {
-  const { app } = await buildTestApp(t);
+  // The database lookup itself is under test: no cached answers (BEARER_CACHE_SECONDS).
+  const { app } = await buildTestApp(t, { env: { BEARER_CACHE_SECONDS: '0' } });
   const a = await app.services.applications.create(
     { clientName: 'Prepared', redirectUris: ['https://prepared.example/cb'] },
     { actor: 'test' },
