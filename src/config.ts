@@ -21,6 +21,8 @@ export interface Config {
   adminUrl: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** Server processes sharing the port (node:cluster); more than 1 only on PostgreSQL. */
+  workers: number;
   dataDir: string;
   /** undefined until resolved by resolveSecretKey() (generated in development). */
   secretKey: string | undefined;
@@ -245,6 +247,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     adminUrl: stripSlash(parsed.ADMIN_URL ?? `${baseUrl}/admin`),
     databaseUrl: parsed.DATABASE_URL,
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
+    workers: parsed.WORKERS,
     dataDir: isAbsolute(parsed.DATA_DIR) ? parsed.DATA_DIR : resolve(cwd, parsed.DATA_DIR),
     secretKey: parsed.SECRET_KEY,
     adminApiToken: parsed.ADMIN_API_TOKEN,

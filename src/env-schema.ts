@@ -85,6 +85,12 @@ export const EnvSchema = Type.Object({
     }),
   ),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'an integer 1-200' }),
+  WORKERS: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 1,
+    description: 'a number of server processes from 1 to 64 (more than 1 needs DATABASE_URL)',
+  }),
   DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'a directory path' }),
   SECRET_KEY: Type.Optional(
     Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),

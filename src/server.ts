@@ -13,6 +13,8 @@ export interface RunningServer {
 export interface ServerOptions extends BuildOptions {
   /** The terminal (stdout by default): the development setup link is printed here, never logged. */
   console?: (line: string) => void;
+  /** Whether to announce a missing first admin (one worker of several does; default true). */
+  announceFirstAdmin?: boolean;
 }
 
 /** What an operator runs to create the first admin; no token in it, so it may be logged. */
@@ -24,15 +26,20 @@ export const FIRST_ADMIN_HELP =
 
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const started = performance.now();
-  const { console: print = (line: string) => void process.stdout.write(`${line}\n`), ...buildOptions } = options;
+  const {
+    console: print = (line: string) => void process.stdout.write(`${line}\n`),
+    announceFirstAdmin: announce = true,
+    ...buildOptions
+  } = options;
   const app = await buildApp(config, buildOptions);
   let address: string;
   try {
     // Before listening: once the server answers (and logs "listening"), the caller installs its signal
     // handlers at once, with no database round trip in between.
-    await announceFirstAdmin(app, config, print).catch((error: unknown) =>
-      app.log.error({ err: error }, 'could not check for an admin user'),
-    );
+    if (announce)
+      await announceFirstAdmin(app, config, print).catch((error: unknown) =>
+        app.log.error({ err: error }, 'could not check for an admin user'),
+      );
     address = await app.listen({ port: config.port, host: config.host });
   } catch (error) {
     await app.close();
