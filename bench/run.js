@@ -166,12 +166,29 @@ async function oneRun(index, targets) {
       continue;
     }
     if (t.kind === 'bare' && !bodies) continue;
-    const started = t.kind === 'bare' ? await startBare(bodies) : await t.start();
+    let started;
+    try {
+      started = t.kind === 'bare' ? await startBare(bodies) : await t.start();
+    } catch (error) {
+      // A target that does not start: an error in each of its rows, and the run goes on.
+      console.log(`  ${t.name}: COULD NOT START: ${error.message.split('\n').slice(0, 3).join(' / ')}`);
+      for (const scenario of SCENARIOS_OF[t.kind].filter((s) => only.includes(s)))
+        results.push({ run: index, target: t.name, scenario, errors: 1, errorSamples: [`start: ${error.message}`] });
+      await stopTarget({ process: 'server' }).catch(() => {});
+      continue;
+    }
     try {
       if (t.kind === 'ours' && !bodies) bodies = await recordBodies(started);
       for (const scenario of SCENARIOS_OF[t.kind].filter((s) => only.includes(s))) {
         if (run.interrupted) break;
-        const r = await measureScenario(started, scenario);
+        let r;
+        try {
+          r = await measureScenario(started, scenario);
+        } catch (error) {
+          console.log(`  ${t.name} ${scenario}: FAILED: ${error.message}`);
+          results.push({ run: index, target: t.name, scenario, errors: 1, errorSamples: [error.message] });
+          continue;
+        }
         results.push({ run: index, target: t.name, scenario, ...r });
         const flag = r.errors ? `  ERRORS ${r.errors}: ${r.errorSamples.join(' | ')}` : '';
         console.log(

@@ -114,7 +114,7 @@ export function printReport(results, { runs, runInfo }) {
   for (const i of runInfo)
     console.log(
       `run ${i.run}: load average before ${i.loadBefore.map((l) => l.toFixed(2)).join(' ')}` +
-        `${i.quiet ? '' : ' (not quiet after 60 s)'}`,
+        `${i.quiet ? '' : ' (not quiet: went on after the wait)'}`,
     );
   const head = ['scenario', 'server', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU ms/op'];
   head.push('PG CPU ms/op', 'stmts/op', 'x anchor-mem', 'x anchor-pg', 'x ceiling', 'target');

@@ -6,11 +6,12 @@
 //    on a fresh database (the counting preload too); the users passed in a file, hashed at its start;
 //  - bare: one Fastify process answering our paths with bodies recorded from our server (the ceiling).
 // Imports core.js, database.js, http.js, process.js and flows.js.
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { b64url, freePort, run } from './core.js';
+import { b64url, freePort, root, run } from './core.js';
 import { createDatabase, dbUrlFor, dropDatabase, makeDataDir, serverEnv, baseEnv } from './database.js';
 import { createApplication, createHttpClient, createUser } from './http.js';
 import { startProcess, stopProcess } from './process.js';
@@ -71,6 +72,12 @@ export async function startOurs(db) {
   env.BENCH_STATEMENTS_FILE = stmtFile;
   const client = createHttpClient({ maxSockets: 32, userAgent: 'idp-bench-setup' });
   client.origin = origin;
+  if (db === 'pglite') {
+    // initdb (WASM) and the migrations first, through the CLI: inside `serve` they count against Fastify's
+    // 10 s plugin timeout, which a loaded 2-core machine can exceed (seen: "Plugin did not start in time: 'db'").
+    const r = spawnSync(process.execPath, ['dist/src/cli.js', 'migrate'], { cwd: root, env, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`idp migrate on PGlite failed (${r.status}): ${r.stderr.slice(0, 400)}`);
+  }
   const readyMs = await startProcess({
     name: 'server',
     label: `our server (${db})`,
