@@ -74,6 +74,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clientErrorHandler,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // One line per request (below), not Fastify's two ("incoming request" and "request completed").
+    disableRequestLogging: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
 
@@ -85,6 +87,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000');
   });
   serviceUnavailableWhileClosing(app);
+  const logRequests = ['trace', 'debug', 'info'].includes(config.logLevel);
+  app.addHook('onResponse', (request, reply, done) => {
+    if (logRequests) {
+      request.log.info(
+        { req: request, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime * 10) / 10 },
+        'request completed',
+      );
+    }
+    done();
+  });
 
   app.setErrorHandler(firstPartyJsonErrors({ bodyLimit: BODY_LIMIT }));
 
