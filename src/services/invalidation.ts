@@ -14,8 +14,9 @@
 //    carries them, on the channel application changes already used. On (re)connect everything is
 //    dropped, since changes may have been missed; each cache also has a TTL for a listener that is down.
 // PGlite is one process: its changes are all made here, so the first path is complete there.
-import type { KyselyPlugin, OperationNode, QueryId, RootOperationNode } from 'kysely';
-import type { DatabaseHandle, Db, Listener, Tx } from '../../db/create-db.js';
+import { createHash } from 'node:crypto';
+import type { CompiledQuery, KyselyPlugin, OperationNode, QueryId, RootOperationNode } from 'kysely';
+import { executePrepared, type DatabaseHandle, type Db, type Listener, type Tx } from '../../db/create-db.js';
 import { APPLICATIONS_CHANNEL } from '../../db/repositories/applications.js';
 
 /** The channel of every notice between instances (application changes have used it from the start). */
@@ -118,22 +119,56 @@ export function classifyWrite(root: RootOperationNode): InvalidationEvent | unde
   const node = root as unknown as Node;
   if (node.kind === 'UpdateQueryNode') {
     const table = tableName(node.table as Node);
-    if (table === 'applications') return { kind: 'application' };
     const columns = ((node.updates as Node[] | undefined) ?? []).map((u) => columnName(u.column as Node));
-    if (table && REVOCABLE.has(table) && columns.includes('revoked_at')) return { kind: 'access' };
-    if (table === 'users' && columns.some((c) => c === undefined || USER_COLUMNS.has(c))) return { kind: 'access' };
-    return undefined;
+    if (!table || columns.includes(undefined)) return { kind: 'reset' };
+    return classifyTableWrite('update', table, columns as string[]);
   }
   if (node.kind === 'DeleteQueryNode') {
     const tables = ((node.from as Node | undefined)?.froms as Node[] | undefined)?.map(tableName) ?? [];
-    if (tables.includes('applications')) return { kind: 'application' };
-    return tables.some((t) => t === undefined || DELETABLE.has(t)) ? { kind: 'access' } : undefined;
+    if (tables.length === 0 || tables.includes(undefined)) return { kind: 'reset' };
+    const events = tables.map((t) => classifyTableWrite('delete', t!, []));
+    return events.find((e) => e?.kind === 'application') ?? events.find(Boolean);
   }
-  if (node.kind === 'RawNode') {
-    // Hand-written SQL: judged by its words (an update or delete of anything counts; rare, so cheap).
-    const text = (node.sqlFragments as readonly string[]).join(' ');
-    return /\b(update|delete)\b/i.test(text) ? { kind: 'reset' } : undefined;
+  if (node.kind === 'RawNode') return classifySql((node.sqlFragments as readonly string[]).join(' '));
+  return undefined;
+}
+
+const UPDATE =
+  /\bupdate\s+(?:only\s+)?"?(\w*)"?(?:\s+(?:as\s+)?\w+)?\s+set\s+([\s\S]*?)(?=\bwhere\b|\bfrom\b|\breturning\b|$)/gi;
+const DELETE = /\bdelete\s+from\s+(?:only\s+)?"?(\w*)"?/gi;
+/** Words where a table name should be: the name was a parameter (sql.table(...)), so unknown. */
+const KEYWORDS = new Set(['set', 'where', 'using', 'returning', 'as', 'only']);
+const SET_COLUMN = /(?:^|,)\s*"?(\w+)"?\s*=/g;
+
+/**
+ * Hand-written SQL (sql`...`, CompiledQuery.raw): judged by its update and delete clauses with the same
+ * rules as built queries; one it cannot read (a table given as a parameter) counts as a reset.
+ */
+export function classifySql(text: string): InvalidationEvent | undefined {
+  if (!/\b(update|delete)\b/i.test(text)) return undefined;
+  const events: InvalidationEvent[] = [];
+  for (const [, table, set] of text.matchAll(UPDATE)) {
+    const columns = [...set!.matchAll(SET_COLUMN)].map((m) => m[1]!);
+    if (!table || KEYWORDS.has(table.toLowerCase()) || columns.length === 0) return { kind: 'reset' };
+    const event = classifyTableWrite('update', table, columns);
+    if (event) events.push(event);
   }
+  for (const [, table] of text.matchAll(DELETE)) {
+    if (!table || KEYWORDS.has(table.toLowerCase())) return { kind: 'reset' };
+    const event = classifyTableWrite('delete', table, []);
+    if (event) events.push(event);
+  }
+  // "update" or "delete" somewhere without a clause we could read (a word in a string, say): a reset.
+  if (events.length === 0 && !UPDATE_OR_DELETE_READ.test(text)) return { kind: 'reset' };
+  return events.find((e) => e.kind === 'application') ?? events[0];
+}
+const UPDATE_OR_DELETE_READ = /\bupdate\s+(?:only\s+)?"?\w+"?(?:\s+(?:as\s+)?\w+)?\s+set\b|\bdelete\s+from\b/i;
+
+function classifyTableWrite(op: 'update' | 'delete', table: string, columns: string[]): InvalidationEvent | undefined {
+  if (table === 'applications') return { kind: 'application' };
+  if (op === 'delete') return DELETABLE.has(table) ? { kind: 'access' } : undefined;
+  if (REVOCABLE.has(table) && columns.includes('revoked_at')) return { kind: 'access' };
+  if (table === 'users' && columns.some((c) => USER_COLUMNS.has(c))) return { kind: 'access' };
   return undefined;
 }
 
@@ -182,7 +217,7 @@ export function observeWrites(db: Db, bus: InvalidationBus): Db {
           return async (callback: (trx: Tx) => Promise<unknown>) => {
             const observer = new WriteObserver();
             try {
-              return await target.execute((trx) => callback(trx.withPlugin(observer)));
+              return await target.execute((trx) => callback(observeCompiled(trx.withPlugin(observer), observer.seen)));
             } finally {
               emitAll(bus, observer.seen);
             }
@@ -200,9 +235,50 @@ export function observeWrites(db: Db, bus: InvalidationBus): Db {
   return new Proxy(autocommit, {
     get(target, prop) {
       if (prop === 'transaction') return () => wrapBuilder(db.transaction());
+      if (prop === 'executeQuery') {
+        // A compiled statement (executePrepared's way in, since this proxy is not the instance that
+        // create-db registered): run it prepared on the plain instance, under a name derived from its
+        // text, and judge its SQL (plugins never see compiled statements).
+        return async (query: CompiledQuery) => {
+          const event = classifyWrite(query.query);
+          const result =
+            query.query.kind === 'RawNode'
+              ? { rows: await executePrepared(db, preparedName(query.sql), query) }
+              : await db.executeQuery(query);
+          if (event) emitAll(bus, [event]);
+          return result;
+        };
+      }
       const value = Reflect.get(target, prop, target);
       // Kysely keeps its state in private fields: its methods must run on the instance itself.
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+}
+
+/** A transaction whose compiled statements (executeQuery) are judged too. */
+function observeCompiled(trx: Tx, seen: InvalidationEvent[]): Tx {
+  return new Proxy(trx, {
+    get(target, prop) {
+      if (prop === 'executeQuery') {
+        return (query: CompiledQuery) => {
+          const event = classifyWrite(query.query);
+          if (event) seen.push(event);
+          return target.executeQuery(query);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+const preparedNames = new Map<string, string>();
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (!name) {
+    name = `idp_w_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    preparedNames.set(text, name);
+  }
+  return name;
 }

@@ -397,5 +397,9 @@ t.test('which writes invalidate (the observer of the services database)', async 
   t.equal(kind(db.deleteFrom('applications')), 'application');
   t.equal(kind(db.insertInto('access_tokens').values({} as never)), undefined, 'a new token');
   t.equal(kind(db.selectFrom('users').selectAll()), undefined, 'a read');
-  t.equal(kind(sql`delete from grants`), 'reset', 'raw SQL: judged by its words');
+  t.equal(kind(sql`delete from grants where id = ${'x'}`), 'access', 'raw SQL: judged by its clauses');
+  t.equal(kind(sql`update sessions set last_seen_at = now() where id = ${'x'}`), undefined, 'a raw session touch');
+  t.equal(kind(sql`update sessions set last_seen_at = now(), revoked_at = now()`), 'access');
+  t.equal(kind(sql`delete from ${sql.table('grants')}`), 'reset', 'a table it cannot read: everything');
+  t.equal(kind(sql`select 'delete me'`), 'reset', 'the word alone: everything');
 });
