@@ -1,7 +1,7 @@
 // buildApp(config): the whole HTTP application, without listening. Registration order is explicit
 // (no autoload): it is a security property.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import formbody from '@fastify/formbody';
 import cookie from '@fastify/cookie';
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -57,6 +57,19 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** 16 KiB: no form or JSON body of this service needs more (decisions.md, Limits). */
 export const BODY_LIMIT = 16 * 1024;
 
+/**
+ * One log line per request when it completes (method, redacted URL, client, status, time), not Fastify's
+ * two ("incoming request" and "request completed", the first without the status).
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest() {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const responseTime = Math.round(reply.elapsedTime * 10) / 10;
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime }, 'request completed');
+  }
+}
+
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { ...loggerOptions(config.logLevel), ...(options.logStream ? { stream: options.logStream } : {}) },
@@ -74,8 +87,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clientErrorHandler,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // One line per request (below), not Fastify's two ("incoming request" and "request completed").
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
 
@@ -87,16 +99,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000');
   });
   serviceUnavailableWhileClosing(app);
-  const logRequests = ['trace', 'debug', 'info'].includes(config.logLevel);
-  app.addHook('onResponse', (request, reply, done) => {
-    if (logRequests) {
-      request.log.info(
-        { req: request, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime * 10) / 10 },
-        'request completed',
-      );
-    }
-    done();
-  });
 
   app.setErrorHandler(firstPartyJsonErrors({ bodyLimit: BODY_LIMIT }));
 
