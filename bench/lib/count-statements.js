@@ -5,8 +5,11 @@
 // PGlite.prototype.query / exec (kysely-pglite-dialect sends every statement, BEGIN and COMMIT included, through
 // PGlite's query(); neither method calls the other). On SIGUSR2 it writes
 // { seq, pg, pglite } to the file named by BENCH_STATEMENTS_FILE (through a rename, so a reader never sees half a
-// file); the caller diffs two snapshots.
+// file); the caller diffs two snapshots. The preload runs in worker threads too (they inherit --import): a server
+// that runs PGlite in a worker counts there, and the main thread collects the workers' totals over a
+// BroadcastChannel before writing (signals reach the main thread only).
 import { renameSync, writeFileSync } from 'node:fs';
+import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads';
 
 const file = process.env.BENCH_STATEMENTS_FILE;
 const counts = { seq: 0, pg: 0, pglite: 0 };
@@ -35,10 +38,26 @@ try {
   // no PGlite here
 }
 
-if (file) {
+const channel = new BroadcastChannel('idp-bench-count-statements');
+channel.unref();
+const workers = new Map(); // threadId → { pg, pglite }, the main thread's copy of the workers' totals
+channel.onmessage = ({ data }) => {
+  if (!isMainThread && data === 'report') channel.postMessage({ threadId, pg: counts.pg, pglite: counts.pglite });
+  if (isMainThread && typeof data === 'object') workers.set(data.threadId, data);
+};
+
+if (file && isMainThread) {
   process.on('SIGUSR2', () => {
-    counts.seq++;
-    writeFileSync(`${file}.tmp`, JSON.stringify(counts));
-    renameSync(`${file}.tmp`, file);
+    channel.postMessage('report');
+    setTimeout(() => {
+      counts.seq++;
+      const total = { ...counts };
+      for (const w of workers.values()) {
+        total.pg += w.pg;
+        total.pglite += w.pglite;
+      }
+      writeFileSync(`${file}.tmp`, JSON.stringify(total));
+      renameSync(`${file}.tmp`, file);
+    }, 100).unref();
   });
 }
