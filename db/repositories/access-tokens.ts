@@ -1,13 +1,9 @@
 // Access tokens (opaque; only their SHA-256 is stored) and the one-round-trip bearer lookup.
-import { sql, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Selectable } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
 import type { AccessTokensTable } from '../tables.js';
 
 export type AccessTokenRow = Selectable<AccessTokensTable>;
-
-export async function insertAccessToken(db: Db, row: Omit<AccessTokenRow, 'created_at' | 'revoked_at'>): Promise<void> {
-  await db.insertInto('access_tokens').values(row).execute();
-}
 
 export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<AccessTokenRow | undefined> {
   return db.selectFrom('access_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
@@ -65,57 +61,44 @@ export interface BearerRow {
  * and, when it was issued in a browser session (not offline, by refresh), that session still live:
  * sign-out, session expiry (absolute or idle) and admin revocation end it.
  */
+// Fixed text (no query building per request), explicit columns (never `*`: a prepared statement must keep
+// its result shape across migrations). $1 the token hash, $2 the session idle timeout in seconds.
+const FIND_BEARER = `select t.token_hash, t.grant_id, t.client_id, t.user_id, t.scope, t.session_id, t.created_at,
+  t.expires_at, t.revoked_at, u.id as u_id, u.email as u_email, u.email_verified as u_email_verified,
+  u.name as u_name, u.given_name as u_given_name, u.family_name as u_family_name, u.picture as u_picture,
+  u.permissions as u_permissions, u.disabled as u_disabled, a.enabled as app_enabled,
+  (extract(epoch from least(t.expires_at, s.expires_at,
+    s.last_seen_at + make_interval(secs => $2::double precision)) - now()) * 1000)::float8 as live_ms
+from access_tokens t
+join grants g on g.id = t.grant_id
+left join sessions s on s.id = t.session_id
+left join users u on u.id = t.user_id
+left join applications a on a.client_id = t.client_id
+where t.token_hash = $1::text and t.revoked_at is null and g.revoked_at is null and t.expires_at > now()
+  and (t.session_id is null or (s.revoked_at is null and s.expires_at > now()
+    and s.last_seen_at > now() - make_interval(secs => $2::double precision)))`;
+
+type BearerQueryRow = AccessTokenRow & {
+  u_id: string | null;
+  u_email: string | null;
+  u_email_verified: boolean | null;
+  u_name: string | null;
+  u_given_name: string | null;
+  u_family_name: string | null;
+  u_picture: string | null;
+  u_permissions: string[] | null;
+  u_disabled: boolean | null;
+  app_enabled: boolean | null;
+  live_ms: number;
+};
+
 /** Every request to /api/external/* and UserInfo runs this: a prepared statement on PostgreSQL. */
 export async function findBearer(
   db: Db,
   tokenHash: string,
   sessionIdleSeconds: number,
 ): Promise<BearerRow | undefined> {
-  const query = db
-    .selectFrom('access_tokens')
-    .innerJoin('grants', 'grants.id', 'access_tokens.grant_id')
-    .leftJoin('sessions', 'sessions.id', 'access_tokens.session_id')
-    .leftJoin('users', 'users.id', 'access_tokens.user_id')
-    .leftJoin('applications', 'applications.client_id', 'access_tokens.client_id')
-    // Explicit columns (never `*`): a prepared statement must keep its result shape across migrations.
-    .select([
-      'access_tokens.token_hash',
-      'access_tokens.grant_id',
-      'access_tokens.client_id',
-      'access_tokens.user_id',
-      'access_tokens.scope',
-      'access_tokens.session_id',
-      'access_tokens.created_at',
-      'access_tokens.expires_at',
-      'access_tokens.revoked_at',
-      'users.id as u_id',
-      'users.email as u_email',
-      'users.email_verified as u_email_verified',
-      'users.name as u_name',
-      'users.given_name as u_given_name',
-      'users.family_name as u_family_name',
-      'users.picture as u_picture',
-      'users.permissions as u_permissions',
-      'users.disabled as u_disabled',
-      'applications.enabled as app_enabled',
-      sql<number>`(extract(epoch from least(access_tokens.expires_at, sessions.expires_at,
-        sessions.last_seen_at + make_interval(secs => ${sessionIdleSeconds})) - now()) * 1000)::float8`.as('live_ms'),
-    ])
-    .where('access_tokens.token_hash', '=', tokenHash)
-    .where('access_tokens.revoked_at', 'is', null)
-    .where('grants.revoked_at', 'is', null)
-    .where('access_tokens.expires_at', '>', sql<Date>`now()`)
-    .where((eb) =>
-      eb.or([
-        eb('access_tokens.session_id', 'is', null),
-        eb.and([
-          eb('sessions.revoked_at', 'is', null),
-          eb('sessions.expires_at', '>', sql<Date>`now()`),
-          eb(sql`sessions.last_seen_at`, '>', sql`now() - make_interval(secs => ${sessionIdleSeconds})`),
-        ]),
-      ]),
-    )
-    .compile();
+  const query = CompiledQuery.raw(FIND_BEARER, [tokenHash, sessionIdleSeconds]) as CompiledQuery<BearerQueryRow>;
   const [row] = await executePrepared(db, 'idp_find_bearer', query);
   if (!row) return undefined;
   const {
