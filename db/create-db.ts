@@ -2,8 +2,8 @@
 // (file-backed in a directory, or in memory for tests).
 import { Kysely, PostgresDialect, sql, type CompiledQuery, type Transaction } from 'kysely';
 import pg from 'pg';
-import { PGlite } from '@electric-sql/pglite';
-import { PGliteDialect } from 'kysely-pglite-dialect';
+import { PGliteWorkerClient } from './pglite-client.js';
+import { PGliteWorkerDialect } from './pglite-dialect.js';
 import type { Database } from './tables.js';
 
 // int8 (count(*), bigserial) arrives as a string from pg and a number from PGlite: make it a number on both.
@@ -114,24 +114,22 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     };
   }
 
-  const pglite = options.dataDir
-    ? new PGlite(options.dataDir)
-    : new PGlite(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
-  await pglite.waitReady;
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  // PGlite runs in a worker thread of its own (db/pglite-worker.ts): its WASM PostgreSQL then uses the
+  // second core instead of sharing the server's JavaScript thread.
+  const client = await PGliteWorkerClient.start({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
+  const db = new Kysely<Database>({ dialect: new PGliteWorkerDialect(client) });
   return {
     db,
     engine: 'pglite',
     location: options.dataDir ? `embedded PGlite in ${options.dataDir}` : 'embedded PGlite in memory',
     async ping(timeoutMs = 2000) {
-      if (closed || pglite.closed) throw new Error('database is closed');
+      if (closed || client.closed) throw new Error('database is closed');
       await withTimeout(sql`select 1`.execute(db), timeoutMs, 'PGlite');
     },
     async close() {
       if (closed) return;
       closed = true;
-      await db.destroy(); // the dialect closes PGlite, which flushes the data directory
-      if (!pglite.closed) await pglite.close();
+      await db.destroy(); // the dialect closes PGlite (a checkpoint: the data directory is complete)
     },
   };
 }

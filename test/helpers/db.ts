@@ -22,7 +22,8 @@ function snapshotPath(): string {
   return join(root, '.tap', `pglite-${hash.digest('hex').slice(0, 16)}.tar`);
 }
 
-async function pgliteSnapshot(): Promise<Blob> {
+/** A migrated PGlite data directory (dumpDataDir), made once per migration set and kept under .tap/. */
+export async function pgliteSnapshot(): Promise<Blob> {
   const file = snapshotPath();
   if (!existsSync(file)) {
     const pglite = new PGlite();
