@@ -3,6 +3,8 @@ import { createApplicationService } from '../services/applications.js';
 import type { Application } from '../domain/application.js';
 import { clearable, compact, flagPair, LIST_OPTIONS, noArguments, parse } from './args.js';
 import { loadCliConfig, withDatabase } from './context.js';
+import { validationError } from '../errors.js';
+import { isScopeName, SCOPE_NAMES } from '../oauth/scopes.js';
 import { UsageError } from './errors.js';
 import type { Io } from './io.js';
 import { checkRecordRequest, checkRecordSubcommand, runRecordSubcommand, type RecordKind } from './records.js';
@@ -100,6 +102,13 @@ export async function appsCommand(sub: string | undefined, rest: string[], io: I
     allowedScopes: values.scope as string[] | undefined,
     enabled: sub === 'create' || sub === 'update' ? flagPair(values, 'enabled', 'disabled') : undefined,
   }) as Record<string, unknown>;
+  // Checked here, with the value and the choices, rather than as the service's allowedScopes.N.
+  for (const scope of (values.scope as string[] | undefined) ?? []) {
+    if (!isScopeName(scope))
+      throw validationError([
+        { field: '--scope', message: `unknown scope "${scope}"; allowed: ${SCOPE_NAMES.join(', ')}` },
+      ]);
+  }
   const request = { sub, values, positionals, input };
   checkRecordRequest(APPS, request);
   // --client-id counts for create only: update ignores it.

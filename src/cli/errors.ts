@@ -25,6 +25,42 @@ function unreachable(code: string | undefined, message: string): boolean {
   );
 }
 
+// The service names fields as the admin API does (redirectUris.0); the CLI speaks of its flags.
+const FLAGS: Record<string, string> = {
+  clientId: '--client-id',
+  clientName: '--name',
+  clientDescription: '--description',
+  clientLogoUrl: '--logo-url',
+  redirectUris: '--redirect-uri',
+  allowedWebOrigins: '--origin',
+  postLogoutRedirectUris: '--post-logout-redirect-uri',
+  postVerificationRedirectPath: '--post-verification-path',
+  allowedScopes: '--scope',
+  email: '--email',
+  password: 'the password',
+  name: '--name',
+  givenName: '--given-name',
+  familyName: '--family-name',
+  picture: '--picture',
+  permissions: '--permission',
+};
+
+/** `redirectUris.0` → `--redirect-uri #1`; a field the CLI has no flag for keeps its name. */
+export function flagOf(field: string): string {
+  const [name, index, ...rest] = field.split('.');
+  const flag = FLAGS[name ?? ''];
+  if (!flag || rest.length) return field;
+  return index === undefined ? flag : /^\d+$/.test(index) ? `${flag} #${Number(index) + 1}` : field;
+}
+
+/** Schema messages a person should not have to read: a regular expression becomes a sentence. */
+function inWords(field: string, message: string): string {
+  if (!message.startsWith('must match pattern')) return message;
+  if (field === 'email') return 'must be an e-mail address such as alice@example.com';
+  if (field.startsWith('permissions.')) return 'must be one word without spaces, such as reports:read';
+  return 'contains characters that are not allowed here';
+}
+
 /** Explains the failure on stderr and returns the exit code. */
 export function reportError(error: unknown, io: Io): number {
   if (error instanceof UsageError) {
@@ -32,9 +68,12 @@ export function reportError(error: unknown, io: Io): number {
     return 2;
   }
   if (error instanceof AppError) {
-    io.err(`idp: ${error.message}`);
-    // One problem is already the message; several are listed.
-    if ((error.details?.length ?? 0) > 1) for (const d of error.details!) io.err(`  - ${d.field}: ${d.message}`);
+    const lines = (error.details ?? []).map((d) => `${flagOf(d.field)}: ${inWords(d.field, d.message)}`);
+    // One problem is the whole message; several are listed under a count.
+    if (lines.length === 1) io.err(`idp: ${lines[0]}`);
+    else if (lines.length > 1)
+      io.err([`idp: ${lines.length} values are invalid`, ...lines.map((l) => `  - ${l}`)].join('\n'));
+    else io.err(`idp: ${error.message}`);
     return 1;
   }
   if (

@@ -56,9 +56,31 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 2
       '--json',
     ]);
     exits(t, r, 1);
-    t.match(r.stderr, /redirectUris\.0/);
-    t.match(r.stderr, /http is allowed only for loopback hosts/);
+    t.match(r.stderr, /^idp: --redirect-uri #1: http is allowed only for loopback hosts/m, 'in the words of the flags');
+    t.notMatch(r.stderr, /redirectUris/, 'not the API field name');
     t.equal(r.stdout, '');
+  });
+
+  await t.test('create with an unknown --scope: exit 1, the allowed scopes listed', async (t) => {
+    const r = await cli.run(['apps', 'create', '--name', 'Bad', '--redirect-uri', redirectUris[0]!, '--scope', 'foo']);
+    exits(t, r, 1);
+    t.equal(
+      r.stderr.trim(),
+      'idp: --scope: unknown scope "foo"; allowed: openid, profile, email, offline_access, permissions',
+    );
+    t.equal(r.stdout, '');
+  });
+
+  await t.test('several invalid values: each under its flag, the second --origin numbered', async (t) => {
+    const r = await cli.run([
+      ...['apps', 'create', '--name', 'Bad', '--redirect-uri', redirectUris[0]!],
+      ...['--origin', 'https://app.example.com', '--origin', 'not an origin', '--post-verification-path', 'abc'],
+    ]);
+    exits(t, r, 1);
+    t.match(r.stderr, /^idp: 2 values are invalid$/m);
+    t.match(r.stderr, /^ {2}- --origin #2: must be an origin/m);
+    t.match(r.stderr, /^ {2}- --post-verification-path: must be a path/m);
+    t.notMatch(r.stderr, /allowedWebOrigins|postVerificationRedirectPath/);
   });
 
   await t.test('delete without --yes: exit 2, asks for --yes', async (t) => {
