@@ -7,7 +7,7 @@
 // when all have. Only worker 1 announces the first-admin setup link.
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.js';
-import { migrateToLatest, openConfiguredDatabase } from './database.js';
+import { type DatabaseHandle, migrateToLatest, openConfiguredDatabase } from './database.js';
 
 export interface ClusterIo {
   out(line: string): void;
@@ -29,7 +29,12 @@ export function isClusterPrimary(config: Config): boolean {
   return config.workers > 1 && cluster.isPrimary;
 }
 
-export async function runPrimary(config: Config, io: ClusterIo): Promise<void> {
+/** beforeFork: runs once on the migrated database before any worker starts (SEED_FILE). */
+export async function runPrimary(
+  config: Config,
+  io: ClusterIo,
+  beforeFork?: (db: DatabaseHandle['db']) => Promise<void>,
+): Promise<void> {
   if (!config.databaseUrl) {
     throw new Error(
       `WORKERS=${config.workers} needs DATABASE_URL: the embedded database can be opened by one process only. ` +
@@ -40,6 +45,7 @@ export async function runPrimary(config: Config, io: ClusterIo): Promise<void> {
   const database = await openConfiguredDatabase(config, 'server');
   try {
     await migrateToLatest(database.db);
+    await beforeFork?.(database.db);
   } finally {
     await database.close();
   }

@@ -23,6 +23,7 @@ export interface Config {
   databasePoolSize: number;
   /** Server processes sharing the port (node:cluster); more than 1 only on PostgreSQL. */
   workers: number;
+  /** A directory, or IN_MEMORY (DATA_DIR=:memory:): the embedded database in memory, nothing on disk. */
   dataDir: string;
   /** undefined until resolved by resolveSecretKey() (generated in development). */
   secretKey: string | undefined;
@@ -33,6 +34,8 @@ export interface Config {
   cookieSameSite: 'lax' | 'strict' | 'none';
   trustProxy: TrustProxy;
   staticApplicationsFile: string | undefined;
+  /** Applied by idp serve at start, after the migrations (src/seed.ts). */
+  seedFile: string | undefined;
   logLevel: string;
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
@@ -67,6 +70,10 @@ export interface Config {
     adminFreshness: number;
   };
 }
+
+/** DATA_DIR=:memory:: the embedded database lives in the server's memory; nothing is written to disk. */
+export const IN_MEMORY = ':memory:';
+export const isInMemory = (config: Pick<Config, 'dataDir'>) => config.dataDir === IN_MEMORY;
 
 export interface ConfigProblem {
   name: string;
@@ -195,6 +202,14 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     problem('REFRESH_TOKEN_ABSOLUTE_TTL', `a value at least REFRESH_TOKEN_TTL (${parsed.REFRESH_TOKEN_TTL})`);
   }
 
+  if (parsed.DATA_DIR === IN_MEMORY && parsed.DATABASE_URL && !parsed.SECRET_KEY) {
+    problem(
+      'SECRET_KEY',
+      'a value when DATA_DIR=:memory: and DATABASE_URL are both set (a key generated per start ' +
+        'could not decrypt the signing keys PostgreSQL keeps)',
+    );
+  }
+
   const firstPartyOrigins: string[] = [];
   for (const item of String(parsed.FIRST_PARTY_ORIGINS)
     .split(',')
@@ -248,7 +263,8 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     databaseUrl: parsed.DATABASE_URL,
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
     workers: parsed.WORKERS,
-    dataDir: isAbsolute(parsed.DATA_DIR) ? parsed.DATA_DIR : resolve(cwd, parsed.DATA_DIR),
+    dataDir:
+      parsed.DATA_DIR === IN_MEMORY || isAbsolute(parsed.DATA_DIR) ? parsed.DATA_DIR : resolve(cwd, parsed.DATA_DIR),
     secretKey: parsed.SECRET_KEY,
     adminApiToken: parsed.ADMIN_API_TOKEN,
     smtpUrl: parsed.SMTP_URL,
@@ -257,6 +273,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     cookieSameSite: parsed.COOKIE_SAMESITE,
     trustProxy: trustProxy!,
     staticApplicationsFile: parsed.STATIC_APPLICATIONS_FILE ? resolve(cwd, parsed.STATIC_APPLICATIONS_FILE) : undefined,
+    seedFile: parsed.SEED_FILE ? resolve(cwd, parsed.SEED_FILE) : undefined,
     logLevel: parsed.LOG_LEVEL,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,

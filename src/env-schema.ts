@@ -91,7 +91,11 @@ export const EnvSchema = Type.Object({
     default: 1,
     description: 'a number of server processes from 1 to 64 (more than 1 needs DATABASE_URL)',
   }),
-  DATA_DIR: Type.String({ minLength: 1, default: './data', description: 'a directory path' }),
+  DATA_DIR: Type.String({
+    minLength: 1,
+    default: './data',
+    description: 'a directory path, or :memory: (idp serve only: a throw-away database, lost at exit)',
+  }),
   SECRET_KEY: Type.Optional(
     Type.String({ minLength: 32, description: 'at least 32 characters, e.g. the output of `openssl rand -base64 32`' }),
   ),
@@ -116,6 +120,9 @@ export const EnvSchema = Type.Object({
     description: 'false, true, a hop count, or a comma-separated list of proxy addresses/CIDRs',
   }),
   STATIC_APPLICATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a path to a JSON file' })),
+  SEED_FILE: Type.Optional(
+    Type.String({ minLength: 1, description: 'a path to a JSON seed file that idp serve applies at start' }),
+  ),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },

@@ -9,6 +9,7 @@ import { reportError, UsageError } from './errors.js';
 import type { Io } from './io.js';
 import { keysCommand } from './keys.js';
 import { migrateCommand } from './migrate.js';
+import { seedCommand } from './seed.js';
 import { serveCommand } from './serve.js';
 import { usersCommand } from './users.js';
 
@@ -23,6 +24,7 @@ Commands:
   migrate                apply pending database migrations (--status to list them)
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
+  seed FILE              create the applications and users a seed file declares (idempotent; --dry-run)
   keys <subcommand>      signing keys: list, rotate, retire
   admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default
@@ -52,6 +54,7 @@ const COMMANDS = new Map<string, Command>([
   ['users', withSubcommand('users', usersCommand)],
   ['keys', withSubcommand('keys', keysCommand)],
   ['admin', withSubcommand('admin', adminCommand)],
+  ['seed', seedCommand],
   ['env', (_rest, io) => envCommand(io)],
 ]);
 

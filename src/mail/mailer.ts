@@ -1,11 +1,13 @@
 // Outgoing mail through nodemailer to SMTP_URL; without SMTP (development), mails are appended to
-// DATA_DIR/outbox.jsonl and their links logged, so a new user can still follow them.
+// DATA_DIR/outbox.jsonl and their links logged, so a new user can still follow them (with DATA_DIR=:memory:
+// nothing is written: the mail is only logged).
 // Sending never blocks or changes an HTTP response: callers hand the message over and return. A failed
 // send is retried after each of MAIL_RETRY_DELAYS; the counts and the last failure are in /readyz.
 import { appendFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { FastifyBaseLogger } from 'fastify';
+import { IN_MEMORY } from '../config.js';
 
 export interface MailMessage {
   to: string;
@@ -99,6 +101,11 @@ export function createMailer(options: MailerOptions): Mailer {
       log.info({ mail: message.kind }, 'mail sent');
       return;
     }
+    const link = message.link && options.logLinks !== false ? `; link: ${message.link}` : '';
+    if (options.dataDir === IN_MEMORY) {
+      log.warn(`SMTP_URL is not set: ${message.kind} mail for ${message.to} not kept (DATA_DIR=:memory:)${link}`);
+      return;
+    }
     await mkdir(options.dataDir, { recursive: true });
     const entry = {
       at: new Date().toISOString(),
@@ -109,10 +116,7 @@ export function createMailer(options: MailerOptions): Mailer {
     };
     await appendFile(outbox, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
     // Development fallback only: the operator has configured no SMTP, so the link is shown here.
-    log.warn(
-      `SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}` +
-        `${message.link && options.logLinks !== false ? `; link: ${message.link}` : ''}`,
-    );
+    log.warn(`SMTP_URL is not set: ${message.kind} mail for ${message.to} written to ${outbox}${link}`);
   }
 
   const wait = (ms: number) =>

@@ -1,0 +1,42 @@
+import { resolve } from 'node:path';
+import { refuseInMemory } from '../database.js';
+import { loadSeedFile } from '../seed.js';
+import { applySeed, describeOutcome, type SeedOutcome } from '../services/seed.js';
+import { loadStaticApplications } from '../static-applications.js';
+import { one, parse } from './args.js';
+import { actor, loadCliConfig, withDatabase } from './context.js';
+import type { Io } from './io.js';
+
+export const SEED_HELP = `Usage: idp seed FILE [--dry-run] [--json]
+
+Creates the applications and users a JSON seed file declares, in one transaction (a bad entry
+changes nothing). Idempotent: an entry that exists and matches is left alone; one that differs in a
+field the file gives is updated to the file. A user's password comes from the environment variable
+its "passwordEnv" names, and is set only when the user is created or has none.
+  --dry-run   check the file and print what would change, without writing anything
+The server applies the same file at every start with SEED_FILE=FILE (see the README, "Seed file").`;
+
+export function summarize(outcomes: SeedOutcome[]): string {
+  const count = (action: SeedOutcome['action']) => outcomes.filter((o) => o.action === action).length;
+  return `${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged`;
+}
+
+export async function seedCommand(rest: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(rest, { 'dry-run': { type: 'boolean' } });
+  if (values.help) return io.out(SEED_HELP);
+  const path = one(positionals, 'seed file');
+  const config = loadCliConfig(io);
+  refuseInMemory(config, 'idp seed');
+  // Checked before the database is opened (and locked, and migrated).
+  const plan = loadSeedFile(resolve(path), io.env);
+  const staticApplications = loadStaticApplications(config.staticApplicationsFile);
+  const dryRun = Boolean(values['dry-run']);
+  const outcomes = await withDatabase(config, 'idp seed', ({ db }) =>
+    applySeed({ db, staticApplications }, plan, actor(), { dryRun }),
+  );
+  if (values.json) {
+    return io.out(JSON.stringify({ file: plan.file, dryRun, results: outcomes }, null, 2));
+  }
+  for (const o of outcomes) io.out(describeOutcome(o, dryRun));
+  io.err(`${plan.file}: ${summarize(outcomes)}${dryRun ? ' (dry run: nothing written)' : ''}`);
+}

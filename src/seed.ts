@@ -1,0 +1,222 @@
+// The seed file (idp seed FILE, SEED_FILE at start): applications with fixed client ids and users, for CI
+// and development. Read and checked here, all of it, before the database is touched: every problem is
+// reported with the file, the entry and the field (`seed.json: applications[1] (clientId "ci-app"):
+// redirectUris[0]: ...`). Passwords never appear in the file: an entry names an environment variable
+// (passwordEnv) that holds it. src/services/seed.ts applies a checked file.
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
+import Type from 'typebox';
+import { applicationProblems, StaticApplicationSchema, type ApplicationCreate } from './domain/application.js';
+import { UserCreateSchema, userProblems, type UserCreate } from './domain/user.js';
+import { AppError, type FieldProblem } from './errors.js';
+import { schemaProblems } from './validate.js';
+
+export interface SeedProblem {
+  /** `applications[1] (clientId "ci-app")`, or empty for the file as a whole. */
+  entry: string;
+  /** The field inside the entry (`redirectUris[0]`); empty when the entry as a whole is wrong. */
+  field: string;
+  message: string;
+}
+
+/** A bad seed file: every problem, one line each. An AppError, so the CLI reports it with exit code 1. */
+export class SeedError extends AppError {
+  constructor(
+    readonly file: string,
+    readonly problems: SeedProblem[],
+  ) {
+    const line = (p: SeedProblem) => `${[file, p.entry, p.field].filter(Boolean).join(': ')}: ${p.message}`;
+    const text =
+      problems.length === 1
+        ? line(problems[0]!)
+        : `${problems.length} problems in the seed file:\n${problems.map((p) => `  ${line(p)}`).join('\n')}`;
+    super(400, 'SEED_INVALID', text);
+    this.name = 'SeedError';
+  }
+}
+
+export interface SeedApplication {
+  /** How messages name the entry: `applications[0] (clientId "ci-app")`. */
+  entry: string;
+  input: ApplicationCreate & { clientId: string };
+}
+
+export interface SeedUser {
+  entry: string;
+  /** The fields the file gives; password read from passwordEnv; emailVerified true unless given. */
+  input: UserCreate;
+  /** The fields the file gives (without the password): what an existing user is compared on. */
+  given: Array<keyof UserCreate>;
+}
+
+export interface SeedPlan {
+  /** As messages name it: relative to the working directory when under it. */
+  file: string;
+  applications: SeedApplication[];
+  users: SeedUser[];
+}
+
+const SeedUserSchema = Type.Object(
+  {
+    ...Type.Omit(UserCreateSchema, ['password']).properties,
+    passwordEnv: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$', description: 'an environment variable name' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const FILE_FIELDS = ['applications', 'users'];
+
+/** `redirectUris.0` (the schema checker's path) as a reader writes it: `redirectUris[0]`. */
+const fieldPath = (field: string) => field.replace(/\.(\d+)(?=\.|$)/g, '[$1]');
+
+function toSeedProblems(entry: string, problems: FieldProblem[]): SeedProblem[] {
+  return problems.map((p) =>
+    p.field === '(body)'
+      ? { entry, field: '', message: p.message }
+      : { entry, field: fieldPath(p.field), message: p.message },
+  );
+}
+
+/** Where a JSON syntax error is: V8 says "at position N"; a person wants the line and column. */
+function jsonSyntaxMessage(text: string, error: Error): string {
+  const position = /at position (\d+)/.exec(error.message)?.[1];
+  const detail = error.message.replace(/ in JSON at position \d+.*$/, '').replace(/\s*\(line \d+ column \d+\)$/, '');
+  if (position === undefined) return `is not valid JSON: ${error.message}`;
+  const before = text.slice(0, Number(position));
+  const line = before.split('\n').length;
+  const column = Number(position) - before.lastIndexOf('\n');
+  return `is not valid JSON: ${detail} at line ${line}, column ${column}`;
+}
+
+/** The entry without the fields its schema does not know (each reported already). */
+function knownFields(value: unknown, properties: object): unknown {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([key]) => Object.hasOwn(properties, key)));
+}
+
+function entryName(kind: 'applications' | 'users', i: number, value: unknown): string {
+  const key = kind === 'applications' ? 'clientId' : 'email';
+  const id = (value as Record<string, unknown> | null)?.[key];
+  return typeof id === 'string' ? `${kind}[${i}] (${key} ${JSON.stringify(id)})` : `${kind}[${i}]`;
+}
+
+function checkApplications(list: unknown[], problems: SeedProblem[]): SeedApplication[] {
+  const seen = new Map<string, string>();
+  return list.map((value, i) => {
+    const entry = entryName('applications', i, value);
+    problems.push(...toSeedProblems(entry, schemaProblems(StaticApplicationSchema, value)));
+    // An unknown field does not hide a bad value elsewhere: the rules run on the known fields when their
+    // shape is right.
+    const known = knownFields(value, StaticApplicationSchema.properties);
+    if (schemaProblems(StaticApplicationSchema, known).length === 0) {
+      problems.push(...toSeedProblems(entry, applicationProblems(known as ApplicationCreate)));
+    }
+    const input = value as SeedApplication['input'];
+    if (typeof input?.clientId === 'string') {
+      const first = seen.get(input.clientId);
+      if (first) problems.push({ entry, field: 'clientId', message: `the same client id as ${first}` });
+      else seen.set(input.clientId, `applications[${i}]`);
+    }
+    return { entry, input };
+  });
+}
+
+function checkUsers(list: unknown[], env: Record<string, string | undefined>, problems: SeedProblem[]): SeedUser[] {
+  const seen = new Map<string, string>();
+  return list.map((value, i) => {
+    const entry = entryName('users', i, value);
+    const raw = (value ?? {}) as Record<string, unknown> & { passwordEnv?: string };
+    if (typeof value === 'object' && value !== null && 'password' in raw) {
+      problems.push({
+        entry,
+        field: 'password',
+        message:
+          'a literal password is not accepted in a seed file: put it in an environment variable and ' +
+          'name that variable in "passwordEnv"',
+      });
+    }
+    const { password: _literal, ...rest } = raw;
+    problems.push(...toSeedProblems(entry, schemaProblems(SeedUserSchema, rest)));
+    const known = knownFields(rest, SeedUserSchema.properties);
+    const shape = schemaProblems(SeedUserSchema, known);
+    const { passwordEnv, ...fields } = known as typeof rest & { passwordEnv?: string };
+    const given = Object.keys(fields) as Array<keyof UserCreate>;
+    const input = { ...fields, emailVerified: fields.emailVerified ?? true } as UserCreate;
+    if (shape.length === 0) {
+      problems.push(...toSeedProblems(entry, userProblems(input)));
+      if (passwordEnv !== undefined) {
+        const password = env[passwordEnv];
+        if (!password) {
+          problems.push({ entry, field: 'passwordEnv', message: `environment variable ${passwordEnv} is not set` });
+        } else if (password.length < 8 || password.length > 128) {
+          problems.push({
+            entry,
+            field: 'passwordEnv',
+            message: `the value of ${passwordEnv} must be 8 to 128 characters long (it has ${password.length})`,
+          });
+        } else {
+          input.password = password;
+        }
+      }
+      const email = input.email.toLowerCase();
+      const first = seen.get(email);
+      if (first) problems.push({ entry, field: 'email', message: `the same e-mail address as ${first}` });
+      else seen.set(email, `users[${i}]`);
+    }
+    return { entry, input, given };
+  });
+}
+
+/** Checks a parsed seed file; throws a SeedError listing every problem. */
+export function parseSeed(json: unknown, file: string, env: Record<string, string | undefined>): SeedPlan {
+  if (!json || typeof json !== 'object' || Array.isArray(json)) {
+    throw new SeedError(file, [
+      { entry: '', field: '', message: 'must be a JSON object { "applications": [...], "users": [...] }' },
+    ]);
+  }
+  const problems: SeedProblem[] = [];
+  const top = json as Record<string, unknown>;
+  for (const key of Object.keys(top)) {
+    if (!FILE_FIELDS.includes(key)) {
+      problems.push({ entry: '', field: key, message: 'is not a known field (applications, users)' });
+    }
+  }
+  const listOf = (key: 'applications' | 'users'): unknown[] => {
+    const value = top[key];
+    if (value === undefined) return [];
+    if (Array.isArray(value)) return value;
+    problems.push({ entry: '', field: key, message: 'must be an array' });
+    return [];
+  };
+  const applications = checkApplications(listOf('applications'), problems);
+  const users = checkUsers(listOf('users'), env, problems);
+  if (problems.length) throw new SeedError(file, problems);
+  return { file, applications, users };
+}
+
+/** How a path appears in messages: relative to the working directory when it lies under it. */
+export function displayPath(file: string, cwd = process.cwd()): string {
+  const rel = relative(cwd, file);
+  return rel && !rel.startsWith('..') && !rel.startsWith('/') ? rel : file;
+}
+
+/** Reads and checks a seed file (`env` holds the variables that passwordEnv names). */
+export function loadSeedFile(path: string, env: Record<string, string | undefined>): SeedPlan {
+  const file = displayPath(path);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new SeedError(file, [{ entry: '', field: '', message: `cannot be read: ${code}` }]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new SeedError(file, [{ entry: '', field: '', message: jsonSyntaxMessage(text, error as Error) }]);
+  }
+  return parseSeed(json, file, env);
+}
