@@ -129,7 +129,9 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     async close() {
       if (closed) return;
       closed = true;
-      await db.destroy(); // the dialect closes PGlite (a checkpoint: the data directory is complete)
+      await db.destroy();
+      // Kysely skips its driver's destroy when nothing ran: close the thread here too (a no-op when done).
+      await client.close(); // PGlite shuts down with a checkpoint: the data directory is complete
     },
   };
 }

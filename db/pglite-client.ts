@@ -26,9 +26,11 @@ interface Pending {
 function spawnWorker(init: WorkerInit): Worker {
   if (!import.meta.url.endsWith('.ts'))
     return new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: init });
+  const pglite = JSON.stringify(import.meta.resolve('@electric-sql/pglite'));
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const entry = JSON.stringify(new URL('./pglite-worker.ts', import.meta.url).href);
-  const boot = `const { register } = await import(${tsx}); register(); await import(${entry});`;
+  // PGlite first: loaded through tsx's hooks it takes ~0.4 s longer (measured), and it needs no transform.
+  const boot = `await import(${pglite}); const { register } = await import(${tsx}); register(); await import(${entry});`;
   return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: init });
 }
 
@@ -160,11 +162,12 @@ export class PGliteWorkerClient {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
     try {
-      const outcome = await Promise.race([closing, timeout]);
-      if (outcome === 'timeout') await this.terminate();
+      await Promise.race([closing, timeout]);
     } finally {
       clearTimeout(timer);
-      await this.#exited;
+      // PGlite is shut down (or did not finish in time): end the thread now. Left to end by itself, it
+      // takes another 0.5-1 s (measured).
+      await this.terminate();
     }
   }
 

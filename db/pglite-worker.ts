@@ -71,7 +71,7 @@ async function run(db: PGlite, request: WorkerRequest): Promise<void> {
   }
 }
 
-/** Closing shuts PostgreSQL down (a checkpoint: the data directory is complete), then ends the thread. */
+/** Closing shuts PostgreSQL down (a checkpoint: the data directory is complete); the client then ends the thread. */
 async function close(db: PGlite, id: number): Promise<void> {
   closed = true;
   try {
@@ -79,8 +79,6 @@ async function close(db: PGlite, id: number): Promise<void> {
     reply({ type: 'done', id });
   } catch (error) {
     reply({ type: 'error', id, error: serializeError(error) });
-  } finally {
-    port.close();
   }
 }
 
