@@ -9,7 +9,7 @@ import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
 import type { StaticApplications } from './services/applications.js';
-import { loggerOptions } from './logger.js';
+import { lazyChildLogger, loggerOptions } from './logger.js';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -88,6 +88,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     logController: new OneLinePerRequest(),
+    childLoggerFactory: lazyChildLogger,
+    // Plugins that open, create or migrate a database take longer than Fastify's 10 s on a first
+    // start (initdb of the embedded database) on a busy machine.
+    pluginTimeout: 120_000,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
 
