@@ -72,6 +72,9 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
     server = await startServer(config, options);
   } catch (error) {
     await database?.close();
+    // A start that failed half-way (a seed file the database refuses, say) may leave a connection or a
+    // listener open: the error is reported at once, and the process ends shortly after whatever holds it.
+    setTimeout(() => process.exit(process.exitCode ?? 1), 2000).unref();
     throw error;
   }
   if (database) {

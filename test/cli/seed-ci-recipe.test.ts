@@ -34,10 +34,11 @@ for (const [k, v] of Object.entries({ client_id: 'ci-app', redirect_uri: 'http:/
 const a = await fetch(authorize, { redirect: 'manual' });
 const location = a.headers.get('location') ?? '';
 if (![302, 303].includes(a.status) || /error=/.test(location)) fail('authorize: ' + a.status + ' ' + location);
-const signIn = await fetch(base + '/api/auth/sign-in', { method: 'POST', headers: { 'content-type': 'application/json' },
+const json = { 'content-type': 'application/json' };
+const signIn = await fetch(base + '/api/auth/sign-in', { method: 'POST', headers: json,
   body: JSON.stringify({ email: 'ci@example.com', password: process.env.CI_USER_PASSWORD }) });
 if (signIn.status !== 200) fail('sign-in: ' + signIn.status + ' ' + (await signIn.text()));
-const wrong = await fetch(base + '/api/auth/sign-in', { method: 'POST', headers: { 'content-type': 'application/json' },
+const wrong = await fetch(base + '/api/auth/sign-in', { method: 'POST', headers: json,
   body: JSON.stringify({ email: 'ci@example.com', password: 'not-the-password' }) });
 if (wrong.status !== 401) fail('a wrong password: ' + wrong.status);
 console.log('ALL CHECKS PASSED');
