@@ -1,9 +1,10 @@
 // Admin web: the audit log, filtered by event type, user, application and time.
 import Type from 'typebox';
 import { AppError } from '../../src/errors.js';
-import { AUDIT_EVENT_TYPES } from '../../src/services/audit.js';
+import { AUDIT_EVENT_TYPES, type AuditEvent } from '../../src/services/audit.js';
 import type { AdminContext } from './context.js';
 import * as views from './views.js';
+import type { AuditNames } from './views-audit.js';
 
 const AuditFilters = Type.Object({
   type: Type.Optional(Type.String({ maxLength: 64 })),
@@ -15,7 +16,35 @@ const AuditFilters = Type.Object({
 });
 
 export function registerAuditRoutes({ app, page, requireAdmin }: AdminContext) {
-  const { audit } = app.services;
+  const { audit, users, applications } = app.services;
+
+  /**
+   * The names a page of events mentions, each distinct id once per page (not once per row). Applications
+   * come from the service's cache; users are read by id, in parallel (at most one page of distinct ids).
+   * A user or application deleted since keeps its id on the page.
+   */
+  async function namesOf(items: AuditEvent[]): Promise<AuditNames> {
+    const distinct = (ids: Array<string | null>) => [...new Set(ids.filter((id): id is string => Boolean(id)))];
+    const [userRows, appRows] = await Promise.all([
+      Promise.all(
+        distinct(items.map((e) => e.userId)).map(async (id) => {
+          const user = await users.get(id).catch((error: unknown) => {
+            if (error instanceof AppError && error.statusCode === 404) return undefined;
+            throw error;
+          });
+          return user ? ([id, user.email] as const) : undefined;
+        }),
+      ),
+      Promise.all(
+        distinct(items.map((e) => e.clientId)).map(async (id) => {
+          const found = await applications.find(id);
+          return found ? ([id, found.clientName] as const) : undefined;
+        }),
+      ),
+    ]);
+    const known = <T>(rows: Array<T | undefined>) => rows.filter((r): r is T => r !== undefined);
+    return { users: new Map(known(userRows)), applications: new Map(known(appRows)) };
+  }
 
   app.get('/audit', { schema: { querystring: AuditFilters } }, async (request, reply) => {
     const admin = await requireAdmin(request, reply);
@@ -42,6 +71,7 @@ export function registerAuditRoutes({ app, page, requireAdmin }: AdminContext) {
         reply,
         views.auditPage(admin.frame, {
           items: result.items,
+          names: await namesOf(result.items),
           filters,
           nextCursor: result.nextCursor,
           types: AUDIT_EVENT_TYPES,

@@ -1,7 +1,7 @@
 // Admin web pages: applications (list, form, details, integration snippets).
 // Long lines of markup end in a backslash: a line continuation inside a template literal adds nothing to the
 // string, so the line after it starts at column 0 (indentation there would become part of the output).
-import { SCOPES } from '../../src/oauth/scopes.js';
+import { DEFAULT_ALLOWED_SCOPES, SCOPES } from '../../src/oauth/scopes.js';
 import type { Application } from '../../src/domain/application.js';
 import { alert, hidden, html } from '../pages/kit.js';
 import { type Errors, type Frame, field, layout, postButton } from './views-layout.js';
@@ -28,7 +28,7 @@ export function applicationList(
 <form method="get" action="${p}/applications" role="search" class="row"><label for="q">Search</label>\
 <input id="q" type="search" name="q" value="${o.q ?? ''}" placeholder="name or client id">\
 <button type="submit" class="secondary">Search</button></form>
-<table><thead><tr><th>Name</th><th>Client id</th><th>Status</th><th>Source</th></tr></thead><tbody>
+<div class="scroll"><table><thead><tr><th>Name</th><th>Client id</th><th>Status</th><th>Source</th></tr></thead><tbody>
 ${o.items.length === 0 ? html`<tr><td colspan="4">No applications${o.q ? ' match' : ' yet'}.</td></tr>` : ''}
 ${o.items.map(
   (a) => html`<tr><td><a href="${p}/applications/${encodeURIComponent(a.clientId)}">${a.clientName}</a></td>\
@@ -37,7 +37,7 @@ ${o.items.map(
     a.source === 'static' ? html`static (read-only${o.staticSource ? html`, ${o.staticSource}` : ''})` : 'database'
   }</td></tr>`,
 )}
-</tbody></table>
+</tbody></table></div>
 ${
   o.nextCursor
     ? html`<p><a href="${p}/applications?\
@@ -80,7 +80,7 @@ export function applicationForm(
   const e = o.errors ?? {};
   const editing = Boolean(o.app);
   const action = editing ? `${p}/applications/${encodeURIComponent(o.app!.clientId)}` : `${p}/applications`;
-  const scopes = o.values.allowedScopes ?? ['openid', 'profile', 'email'];
+  const scopes: readonly string[] = o.values.allowedScopes ?? DEFAULT_ALLOWED_SCOPES;
   return layout({
     title: editing ? `Edit ${o.app!.clientName}` : 'New application',
     frame,
@@ -177,7 +177,7 @@ Static application from ${o.staticSource ?? 'the static applications file'}: rea
 Change it in that file and restart.</p>`
     : ''
 }
-<table><tbody>
+<div class="scroll"><table><tbody>
 <tr><th>Client id</th><td><code>${a.clientId}</code></td></tr>
 <tr><th>Description</th><td>${a.clientDescription ?? ''}</td></tr>
 <tr><th>Redirect URIs</th><td>${list(a.redirectUris)}</td></tr>
@@ -186,7 +186,7 @@ Change it in that file and restart.</p>`
 <tr><th>Post-verification path</th><td>${a.postVerificationRedirectPath ?? ''}</td></tr>
 <tr><th>Allowed scopes</th><td>${a.allowedScopes.join(' ')}</td></tr>
 <tr><th>Created</th><td>${a.createdAt ?? ''}</td></tr>
-</tbody></table>
+</tbody></table></div>
 ${
   a.source === 'database'
     ? html`<div class="row"><a class="button" href="${base}/edit">Edit</a>
@@ -253,14 +253,14 @@ const tokens = await oauth.processAuthorizationCodeResponse(as, client, response
     current: 'applications',
     body: html`<section class="card"><h1>\
 ${o.justCreated ? html`Created ${a.clientName}` : html`Integrate ${a.clientName}`}</h1>
-<table><tbody>
+<div class="scroll"><table><tbody>
 <tr><th>Client id</th><td><code id="client-id">${a.clientId}</code></td></tr>
 <tr><th>Issuer</th><td><code>${o.issuer}</code></td></tr>
 <tr><th>Discovery URL</th><td><code id="discovery-url">${discovery}</code></td></tr>
 <tr><th>Redirect URI</th><td><code>${redirectUri}</code></td></tr>
 <tr><th>Scopes</th><td><code>${scope}</code></td></tr>
 <tr><th>Client type</th><td>public: no secret; PKCE with S256 is required</td></tr>
-</tbody></table>
+</tbody></table></div>
 <h2>openid-client</h2><pre><code id="snippet-openid-client">${openidClient}</code></pre>
 <h2>oauth4webapi</h2><pre><code id="snippet-oauth4webapi">${oauth4webapi}</code></pre>
 <p><a href="${frame.adminPath}/applications/${encodeURIComponent(a.clientId)}">\

@@ -24,14 +24,14 @@ export function keysPage(
     current: 'keys',
     body: html`<section class="card"><h1>Signing keys</h1>
 ${alert(o.error)}
-<table><thead><tr><th>Key id</th><th>Algorithm</th><th>State</th>\
+<div class="scroll"><table><thead><tr><th>Key id</th><th>Algorithm</th><th>State</th>\
 <th>Created</th><th>Activated</th><th>Retired</th></tr></thead><tbody>
 ${o.keys.map(
   (k) => html`<tr><td><code>${k.kid}</code></td><td>${k.alg}</td>\
 <td><span class="badge${k.state === 'current' ? ' on' : ''}">${k.state}</span></td>\
 <td>${k.createdAt}</td><td>${k.activatedAt ?? ''}</td><td>${k.retiredAt ?? ''}</td></tr>`,
 )}
-</tbody></table>
+</tbody></table></div>
 <p class="muted">Rotation promotes the published next key to current and publishes a new next key; \
 the old key stays published for verification.</p>
 <p><a class="button" href="${frame.adminPath}/keys/rotate">Rotate…</a></p></section>`,

@@ -45,6 +45,11 @@ button.secondary,.button.secondary{background:#e5e7eb;color:#1b1f24}button.dange
 pre{background:#0f172a;color:#e2e8f0;padding:1rem;border-radius:8px;overflow:auto}\
 img.logo{max-width:64px;max-height:64px;border-radius:8px;border:1px solid #e5e7eb}
 ${CSS.muted}.filters{display:grid;grid-template-columns:repeat(auto-fit,minmax(10rem,1fr));gap:.75rem;align-items:end}
+.scroll{overflow-x:auto;max-width:100%}td{overflow-wrap:break-word}header.top .who,h1,h2{overflow-wrap:anywhere}
+ul.detail{list-style:none;margin:0;padding:0}ul.detail .key{color:#5b636e}\
+.audit td:first-child,.audit td code{white-space:nowrap;overflow-wrap:normal}
+@media (max-width:40rem){header.top{padding:.6rem 1rem;gap:.5rem 1rem}main{margin:1rem auto;padding:0 .5rem}\
+section.card{padding:1rem}}
 `;
 
 export function field(o: {

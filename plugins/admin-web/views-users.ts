@@ -18,7 +18,8 @@ export function userList(
 <form method="get" action="${p}/users" role="search" class="row"><label for="q">Search</label>\
 <input id="q" type="search" name="q" value="${o.q ?? ''}" placeholder="e-mail or name">\
 <button type="submit" class="secondary">Search</button></form>
-<table><thead><tr><th>E-mail</th><th>Name</th><th>Verified</th><th>Status</th><th>Role</th></tr></thead><tbody>
+<div class="scroll"><table><thead><tr>\
+<th>E-mail</th><th>Name</th><th>Verified</th><th>Status</th><th>Role</th></tr></thead><tbody>
 ${o.items.length === 0 ? html`<tr><td colspan="5">No users${o.q ? ' match' : ' yet'}.</td></tr>` : ''}
 ${o.items.map(
   (u) => html`<tr><td><a href="${p}/users/${u.id}">${u.email}</a></td><td>${u.name ?? ''}</td>\
@@ -26,7 +27,7 @@ ${o.items.map(
 <td><span class="badge ${u.disabled ? 'off' : 'on'}">${u.disabled ? 'disabled' : 'active'}</span></td>\
 <td>${u.role}</td></tr>`,
 )}
-</tbody></table>
+</tbody></table></div>
 ${
   o.nextCursor
     ? html`<p><a href="${p}/users?\
@@ -63,13 +64,13 @@ export function userView(
     body: html`<section class="card"><div class="row"><h1>${u.email}</h1>\
 <span class="badge ${u.disabled ? 'off' : 'on'}">${u.disabled ? 'disabled' : 'active'}</span>\
 ${u.role === 'admin' ? html`<span class="badge">admin</span>` : ''}</div>
-<table><tbody>
+<div class="scroll"><table><tbody>
 <tr><th>User id</th><td><code>${u.id}</code></td></tr>
 <tr><th>Name</th><td>${u.name ?? ''}</td></tr>
 <tr><th>E-mail verified</th><td>${u.emailVerified ? 'yes' : 'no'}</td></tr>
 <tr><th>Permissions</th><td>${u.permissions.join(' ')}</td></tr>
 <tr><th>Created</th><td>${u.createdAt}</td></tr>
-</tbody></table>
+</tbody></table></div>
 <div class="row">
 ${postButton({
   action: `${base}/${u.disabled ? 'enable' : 'disable'}`,
@@ -97,20 +98,20 @@ ${postButton({ action: `${base}/revoke-grants`, csrf: frame.csrf, label: 'Revoke
 <a class="button secondary" href="${base}/delete">Delete…</a>
 </div></section>
 <section class="card"><h2>Sessions (${live.length} active)</h2>
-<table><thead><tr><th>Started</th><th>Last seen</th><th>IP</th><th>Browser</th></tr></thead><tbody>
+<div class="scroll"><table><thead><tr><th>Started</th><th>Last seen</th><th>IP</th><th>Browser</th></tr></thead><tbody>
 ${live.length === 0 ? html`<tr><td colspan="4">No active sessions.</td></tr>` : ''}
 ${live.map(
   (s) => html`<tr><td>${s.createdAt}</td><td>${s.lastSeenAt}</td>\
 <td>${s.ip ?? ''}</td><td>${(s.userAgent ?? '').slice(0, 80)}</td></tr>`,
 )}
-</tbody></table></section>
+</tbody></table></div></section>
 <section class="card"><h2>Grants (${grants.length} live)</h2>
-<table><thead><tr><th>Application</th><th>Scope</th><th>Granted</th></tr></thead><tbody>
+<div class="scroll"><table><thead><tr><th>Application</th><th>Scope</th><th>Granted</th></tr></thead><tbody>
 ${grants.length === 0 ? html`<tr><td colspan="3">No live grants.</td></tr>` : ''}
 ${grants.map(
   (g) => html`<tr><td><a href="${frame.adminPath}/applications/${encodeURIComponent(g.clientId)}">\
 <code>${g.clientId}</code></a></td><td>${g.scope}</td><td>${g.createdAt}</td></tr>`,
 )}
-</tbody></table></section>`,
+</tbody></table></div></section>`,
   });
 }

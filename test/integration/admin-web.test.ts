@@ -593,9 +593,10 @@ t.test('applications: create with bad input, then good; the created page; list a
   ]) {
     t.match(page.body, new RegExp(`<label for="f-${name}">`), `${name} has a label`);
   }
-  for (const scope of ['openid', 'profile', 'email'])
+  // The same default as the admin API and the CLI (DEFAULT_ALLOWED_SCOPES), offline_access included.
+  for (const scope of ['openid', 'profile', 'email', 'offline_access'])
     t.match(page.body, new RegExp(`name="allowedScopes" value="${scope}" checked`), `${scope} checked by default`);
-  t.notMatch(page.body, /name="allowedScopes" value="offline_access" checked/);
+  t.notMatch(page.body, /name="allowedScopes" value="permissions" checked/);
 
   const createdBefore = (await events(app, 'application.created')).length;
   const bad = async (fields: Form, field: string, expected: RegExp | string, what: string) => {
@@ -1417,7 +1418,9 @@ t.test('the audit page: filters by type, user, application and UTC time; paging 
       ...body.matchAll(
         new RegExp(
           /<tr><td>(\d{4}-[^<]*)<\/td><td><code>([^<]*)<\/code><\/td><td>([^<]*)<\/td>/.source +
-            /<td>(?:<a href="\/admin\/users\/([^"]+)">[^<]*<\/a>)?<\/td><td>(?:<code>([^<]*)<\/code>)?<\/td>/.source,
+            /<td>(?:<a href="\/admin\/users\/([^"]+)" title="[^"]*">.*?<\/a>)?<\/td>/.source +
+            /<td>(?:<a href="\/admin\/applications\/([^"]+)" title="[^"]*">[^<]*<\/a>|<code>([^<]*)<\/code>)?<\/td>/
+              .source,
           'g',
         ),
       ),
@@ -1426,7 +1429,7 @@ t.test('the audit page: filters by type, user, application and UTC time; paging 
       type: m[2]!,
       actor: unescapeHtml(m[3]!),
       ...(m[4] && { userId: m[4] }),
-      ...(m[5] && { clientId: m[5] }),
+      ...((m[5] || m[6]) && { clientId: m[5] ? decodeURIComponent(m[5]) : m[6]! }),
     }));
   const older = (body: string) => {
     const m = /<a href="(\/admin\/audit\?[^"]+)">Older events<\/a>/.exec(body);
@@ -1519,6 +1522,57 @@ t.test('the audit page: filters by type, user, application and UTC time; paging 
   const badCursor = await agent.get('/admin/audit?cursor=bm90LWEtbnVtYmVy');
   t.equal(badCursor.statusCode, 400);
   t.match((await agent.get('/admin/audit?type=no.such.type')).body, /No events\./);
+});
+
+t.test('the audit page names users and applications, full ids on hover, the detail as key: value', async (t) => {
+  const { app: namedApp } = await buildTestApp(t);
+  const { agent } = await adminAgent(namedApp, 'namer@example.com');
+  const created = await namedApp.services.applications.create(
+    { clientName: 'Named <b>App</b>', redirectUris: ['https://named.example.com/cb'] },
+    { actor: 'seed' },
+  );
+  await namedApp.services.applications.update(
+    created.clientId,
+    { clientDescription: 'x', allowedWebOrigins: ['https://named.example.com'] },
+    { actor: 'seed' },
+  );
+  const gone = await namedApp.services.applications.create(
+    { clientName: 'Gone App', redirectUris: ['https://gone.example.com/cb'] },
+    { actor: 'seed' },
+  );
+  await namedApp.services.applications.remove(gone.clientId, { actor: 'seed' });
+  const person = await namedApp.services.users.create(
+    { email: 'named.person@example.com', password, name: 'Named Person' },
+    { actor: 'seed' },
+  );
+
+  const res = await agent.get('/admin/audit');
+  t.equal(res.statusCode, 200);
+  const body = res.body;
+  t.match(
+    body,
+    `<a href="/admin/users/${person.id}" title="${person.id}">named.person@example.com</a>`,
+    "the user's e-mail address, the full id on hover",
+  );
+  t.notMatch(body, /[0-9a-f]{8}…/, 'no shortened ids');
+  t.match(
+    body,
+    `<a href="/admin/applications/${created.clientId}" title="${created.clientId}">Named &lt;b&gt;App&lt;/b&gt;</a>`,
+    "the application's name (escaped), the client id on hover",
+  );
+  t.notMatch(body, /<b>App<\/b>/, 'never unescaped');
+  t.match(body, `<code>${gone.clientId}</code>`, 'a deleted application keeps its client id');
+  t.match(
+    body,
+    '<ul class="detail"><li><span class="key">fields</span>: clientDescription, allowedWebOrigins</li></ul>',
+    'the detail as key: value, lists joined',
+  );
+  t.match(
+    body,
+    '<li><span class="key">clientName</span>: Named &lt;b&gt;App&lt;/b&gt;</li>',
+    'detail values are escaped',
+  );
+  t.notMatch(body, /\{&quot;/, 'no raw JSON');
 });
 
 t.test('every admin-web change is attributed to admin:<email> in the audit API too', async (t) => {
