@@ -1,5 +1,6 @@
 // What the hosted login pages' route modules share: the form schemas and readers, and the context built once
 // per plugin instance (config, CSRF, the pending authorization request, where a sign-in may return).
+import { isAbsolute, join, relative } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
@@ -23,6 +24,20 @@ export function first(value: string | string[] | undefined): string | undefined 
 }
 
 export type LoginContext = ReturnType<typeof createLoginContext>;
+
+/**
+ * Development without SMTP_URL: the mailer keeps mail in DATA_DIR/outbox.jsonl and logs its link
+ * (src/mail/mailer.ts), so the "check your inbox" pages say where to look. Undefined when mail is sent.
+ */
+export function devMailHint(config: Pick<Config, 'smtpUrl' | 'env' | 'dataDir'>, cwd = process.cwd()) {
+  if (config.smtpUrl || config.env === 'production') return undefined;
+  const start = 'Development: SMTP_URL is not set, so no mail is sent.';
+  if (config.dataDir === ':memory:') return `${start} The link is in the server's console.`;
+  const outbox = join(config.dataDir, 'outbox.jsonl');
+  const near = relative(cwd, outbox);
+  const shown = near && !near.startsWith('..') && !isAbsolute(near) ? near : outbox;
+  return `${start} Find the mail and its link in the server's console and in ${shown}.`;
+}
 
 /** The context of one login pages plugin instance, shared by its route modules. */
 export function createLoginContext(app: App, config: Config, loginPath: string) {
@@ -64,5 +79,7 @@ export function createLoginContext(app: App, config: Config, loginPath: string) 
   const continueUrl = (requestId: string) => continueAt(config.issuer, requestId);
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
 
-  return { app, config, loginPath, csrfToken, checkCsrf, page, pending, safeReturnTo, continueUrl, meta };
+  const mailHint = devMailHint(config);
+
+  return { app, config, loginPath, csrfToken, checkCsrf, page, pending, safeReturnTo, continueUrl, meta, mailHint };
 }

@@ -38,20 +38,13 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   // Sign out
   app.get('/sign-out', async (request, reply) => {
     const ctx = await app.currentSession(request);
-    if (!ctx)
-      return page(
-        reply,
-        views.messagePage({ loginPath, title: 'Signed out', message: 'You are not signed in.', role: 'status' }),
-      );
+    if (!ctx) return page(reply, views.signedOutPage({ loginPath, message: 'You are not signed in.' }));
     return page(reply, views.signedInPage({ loginPath, csrf: csrfToken(request, reply), email: ctx.user.email }));
   });
   app.post('/sign-out', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
     await app.signOut(request, reply);
-    return page(
-      reply,
-      views.messagePage({ loginPath, title: 'Signed out', message: 'You are signed out.', role: 'status' }),
-    );
+    return page(reply, views.signedOutPage({ loginPath, message: 'You are signed out.' }));
   });
 };
 

@@ -6,7 +6,7 @@ import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { first, Form, type LoginContext } from './page-context.js';
 import * as views from './views.js';
 
-export function registerRecoveryPages({ app, loginPath, csrfToken, checkCsrf, page, meta }: LoginContext) {
+export function registerRecoveryPages({ app, loginPath, csrfToken, checkCsrf, page, meta, mailHint }: LoginContext) {
   // Password reset: the form that asks for the link, and the page the link leads to (by default).
   app.get('/forgot-password', async (request, reply) =>
     page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply) })),
@@ -30,7 +30,7 @@ export function registerRecoveryPages({ app, loginPath, csrfToken, checkCsrf, pa
     await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
     await app.rateLimit(reply, 'RESET_REQUEST_EMAIL_DAY', emailKey(email));
     await app.services.recovery.requestReset({ email, redirectTo: app.services.recovery.resetPage }, meta(request));
-    return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true }));
+    return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true, mailHint }));
   });
 
   const invalidLinkPage = (reply: FastifyReply) =>

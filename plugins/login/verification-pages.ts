@@ -20,6 +20,7 @@ export function registerVerificationPages({
   page,
   pending,
   continueUrl,
+  mailHint,
 }: LoginContext) {
   // E-mail verification
   async function requireSession(
@@ -52,6 +53,7 @@ export function registerVerificationPages({
         requestId: request.query.request,
         email: ctx.user.email,
         app: found?.app,
+        mailHint,
       }),
     );
   });
@@ -77,6 +79,7 @@ export function registerVerificationPages({
         email: ctx.user.email,
         sent: true,
         app: found?.app,
+        mailHint,
       }),
     );
   });

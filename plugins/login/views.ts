@@ -6,7 +6,7 @@ import { SCOPES } from '../../src/oauth/scopes.js';
 import { alert as formError, field as kitField, hidden, html, type Html } from '../pages/kit.js';
 import { layout, type AppBrand } from '../pages/hosted.js';
 
-export { errorPage, messagePage, STYLESHEET } from '../pages/hosted.js';
+export { errorPage, messagePage, signedOutPage, STYLESHEET } from '../pages/hosted.js';
 
 export interface FieldErrors {
   [field: string]: string | undefined;
@@ -29,6 +29,11 @@ autocomplete="${options.autocomplete}"${options.value !== undefined ? html` valu
 ${options.required === false ? '' : html` required`}${options.autofocus ? html` autofocus` : ''}\
 ${options.error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>`;
   return kitField({ id, label: options.label, control, error: options.error, separator: '\n' });
+}
+
+/** Development without SMTP_URL: where the mail went instead (see the login context's mailHint). */
+function devMailHint(hint: string | undefined): Html | string {
+  return hint ? html`<p class="muted" id="dev-mail-hint">${hint}</p>` : '';
 }
 
 export function signInPage(o: {
@@ -84,6 +89,8 @@ export function signUpPage(o: {
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   const errors = o.errors ?? {};
+  // The cursor goes to the first field that needs fixing (Name on a fresh form).
+  const focus = (['name', 'email', 'password'] as const).find((name) => errors[name]) ?? 'name';
   return layout({
     title: 'Create an account',
     loginPath: o.loginPath,
@@ -99,7 +106,7 @@ ${field({
   value: o.values?.name,
   autocomplete: 'name',
   error: errors.name,
-  autofocus: true,
+  autofocus: focus === 'name',
   required: false,
 })}
 ${field({
@@ -109,6 +116,7 @@ ${field({
   value: o.values?.email,
   autocomplete: 'email',
   error: errors.email,
+  autofocus: focus === 'email',
 })}
 ${field({
   name: 'password',
@@ -116,6 +124,7 @@ ${field({
   type: 'password',
   autocomplete: 'new-password',
   error: errors.password,
+  autofocus: focus === 'password',
 })}
 <button type="submit">Create account</button>
 </form>
@@ -130,6 +139,7 @@ export function verifyEmailPage(o: {
   email: string;
   sent?: boolean;
   app?: AppBrand | undefined;
+  mailHint?: string | undefined;
 }): string {
   return layout({
     title: 'Verify your e-mail address',
@@ -138,6 +148,7 @@ export function verifyEmailPage(o: {
     body: html`<h1>Check your inbox</h1>
 ${o.sent ? html`<p class="notice" role="status">We sent a new link.</p>` : ''}
 <p>We sent a verification link to <strong>${o.email}</strong>. Open it to continue; you can close this page.</p>
+${devMailHint(o.mailHint)}
 <form method="post" action="${o.loginPath}/verify-email/resend">
 ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
 <button type="submit" class="secondary">Send the link again</button>
@@ -158,6 +169,7 @@ export function consentPage(o: {
     title: 'Allow access',
     loginPath: o.loginPath,
     app: o.app,
+    brand: 'logo',
     body: html`<h1>${o.app.clientName} wants to</h1>
 <ul class="scopes">${items.map((s) => html`<li><strong>${s.label}</strong>: ${s.consentDescription}</li>`)}</ul>
 <p class="muted">Signed in as ${o.userEmail}.</p>
@@ -187,14 +199,16 @@ export function forgotPasswordPage(o: {
   email?: string | undefined;
   sent?: boolean;
   error?: string | undefined;
+  mailHint?: string | undefined;
 }): string {
   return layout({
     title: 'Reset your password',
     loginPath: o.loginPath,
     body: o.sent
       ? html`<h1>Check your e-mail</h1>
-<p role="status">If this email exists in our system, check your email for the reset link. \
+<p role="status">If this e-mail address has an account, we sent it a link to choose a new password. \
 It works once and expires soon.</p>
+${devMailHint(o.mailHint)}
 <p><a href="${o.loginPath}/sign-in">Back to sign in</a></p>`
       : html`<h1>Reset your password</h1>
 <p>Enter the e-mail address of your account; we will send you a link to choose a new password.</p>

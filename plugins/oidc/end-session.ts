@@ -9,7 +9,7 @@ import type { RawParams } from '../../src/services/authorization.js';
 import { singleParam, type LogoutTarget } from '../../src/services/end-session.js';
 import { createCsrf } from '../pages/csrf.js';
 import { sendPage } from '../pages/kit.js';
-import { logoutConfirmPage, messagePage } from '../pages/hosted.js';
+import { logoutConfirmPage, messagePage, signedOutPage } from '../pages/hosted.js';
 import { endSessionErrors } from '../infra/error-handlers.js';
 import { OAuthParamsSchema } from '../../schemas/oauth.js';
 import { documentOnly, HtmlPage, Redirect } from '../../schemas/oauth.js';
@@ -43,6 +43,9 @@ const endSessionPlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: s
     if (outcome === 'signed-out') await app.signOut(request, reply);
     const location = endSession.returnUrl(target);
     if (location) return reply.code(303).header('cache-control', 'no-store').header('location', location).send();
+    // Signed out here, with no registered place to return to: a way to sign in again rather than a dead end.
+    if (outcome !== 'stayed')
+      return sendPage(reply, signedOutPage({ loginPath, ...OUTCOMES[outcome], app: target.client }));
     return sendPage(reply, messagePage({ loginPath, ...OUTCOMES[outcome], role: 'status', app: target.client }));
   }
 

@@ -10,17 +10,28 @@ export interface AppBrand {
   clientLogoUrl?: string | null;
 }
 
-export function layout(options: { title: string; loginPath: string; app?: AppBrand | undefined; body: Html }): string {
+/**
+ * A hosted page, branded with the application it speaks for: its logo and name above the body, or only the
+ * logo (`brand: 'logo'`) when the body's heading names the application already.
+ */
+export function layout(options: {
+  title: string;
+  loginPath: string;
+  app?: AppBrand | undefined;
+  brand?: 'full' | 'logo';
+  body: Html;
+}): string {
   const { app } = options;
+  const nameShown = options.brand !== 'logo';
   return htmlDocument({
     title: `${options.title}${app ? ` · ${app.clientName}` : ''}`,
     stylesheet: `${options.loginPath}/assets/style.css`,
     body: html`<main class="card">
 ${
-  app
+  app && (nameShown || app.clientLogoUrl)
     ? html`<header class="brand">\
 ${app.clientLogoUrl ? html`<img src="${app.clientLogoUrl}" alt="" width="48" height="48">` : ''}\
-<p>${app.clientName}</p></header>`
+${nameShown ? html`<p>${app.clientName}</p>` : ''}</header>`
     : ''
 }
 ${options.body}
@@ -42,6 +53,16 @@ export function messagePage(o: {
     app: o.app,
     body: html`<h1>${o.title}</h1><p${o.role ? html` role="${o.role}"` : ''}>${o.message}</p>\
 ${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}`,
+  });
+}
+
+/** After a sign-out (or a sign-out with nobody signed in): not a dead end, a way to sign in again. */
+export function signedOutPage(o: { loginPath: string; message: string; app?: AppBrand | undefined }): string {
+  return messagePage({
+    ...o,
+    title: 'Signed out',
+    role: 'status',
+    link: { href: `${o.loginPath}/sign-in`, text: 'Sign in again' },
   });
 }
 

@@ -138,7 +138,7 @@ t.test(
     );
     t.match(
       await page.getByRole('status').innerText(),
-      'If this email exists in our system, check your email for the reset link',
+      'If this e-mail address has an account, we sent it a link to choose a new password.',
     );
     t.notMatch(await main(), email, 'the page does not confirm the address');
     await shot('3-check-email');

@@ -849,7 +849,7 @@ t.test('hosted pages: forgot password → mail → reset page → new password',
 
   const sent = await postForm('/login/forgot-password', { csrf: forgot.csrf, email: user.email }, forgot.jar);
   t.equal(sent.statusCode, 200);
-  t.match(sent.body, 'If this email exists in our system, check your email for the reset link');
+  t.match(sent.body, 'If this e-mail address has an account, we sent it a link to choose a new password.');
   const ghost = await postForm(
     '/login/forgot-password',
     { csrf: forgot.csrf, email: 'ghost-page@unknown.example' },
