@@ -26,7 +26,7 @@ export async function adminCommand(sub: string | undefined, rest: string[], io: 
         409,
         'ADMIN_EXISTS',
         `an admin exists already: sign in at ${config.adminUrl}, ` +
-          'or make a user an admin with idp users update <email> --admin',
+          'or make a user an admin with idp users update <e-mail> --admin',
       );
     }
     const expiresAt = new Date(Date.now() + config.ttl.adminSetup * 1000).toISOString();

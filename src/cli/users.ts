@@ -15,13 +15,13 @@ export const USERS_HELP = `Usage: idp users <create|list|show|update|enable|disa
 
   create   --email EMAIL [--password-stdin | --password PASSWORD] [options]
   list     [--search TEXT] [--limit N] [--cursor C]
-  show     <id or email>
-  update   <id or email> [options]
-  enable   <id or email>
-  disable  <id or email>
-  delete   <id or email> --yes
-  sessions <id or email> [--revoke [--session ID]]   list, or revoke all (or one) sessions and their tokens
-  grants   <id or email> [--revoke [--grant ID]]     list, or revoke all (or one) grants, their tokens and consents
+  show     <id or e-mail>
+  update   <id or e-mail> [options]
+  enable   <id or e-mail>
+  disable  <id or e-mail>
+  delete   <id or e-mail> --yes
+  sessions <id or e-mail> [--revoke [--session ID]]   list, or revoke all (or one) sessions and their tokens
+  grants   <id or e-mail> [--revoke [--grant ID]]     list, or revoke all (or one) grants, their tokens and consents
 
 Options for create and update:
   --email EMAIL                   update only changes it when given

@@ -53,6 +53,14 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
     t.equal(r.stdout, '');
   });
 
+  await t.test('create with an invalid e-mail address: a sentence under --email, not a regex', async (t) => {
+    const r = await cli.run(['users', 'create', '--email', 'not-an-address', '--password-stdin'], {
+      input: `${password}\n`,
+    });
+    exits(t, r, 1);
+    t.equal(r.stderr.trim(), 'idp: --email: must be an e-mail address such as alice@example.com');
+  });
+
   await t.test('show by e-mail address (any case)', async (t) => {
     const r = await cli.run(['users', 'show', 'ALICE@example.com']);
     exits(t, r, 0);
