@@ -18,9 +18,9 @@ export interface ClusterIo {
 export const SHUTDOWN_MESSAGE = 'idp:shutdown';
 
 /** The worker's number (1..N) when this process is a cluster worker, else undefined. */
-export function workerNumber(): number | undefined {
+export function workerNumber(env: Record<string, string | undefined>): number | undefined {
   if (!cluster.isWorker) return undefined;
-  const n = Number(process.env.IDP_WORKER_NUMBER);
+  const n = Number(env.IDP_WORKER_NUMBER);
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 

@@ -32,7 +32,7 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
   if (values.help) return io.out(SERVE_HELP);
   noArguments(positionals);
   let config = loadCliConfig(io);
-  const worker = workerNumber();
+  const worker = workerNumber(io.env);
   // Checked before anything opens (a worker leaves it to the primary, which seeded before forking).
   const plan = config.seedFile && worker === undefined ? loadSeedFile(config.seedFile, io.env) : undefined;
   if (isInMemory(config) && !config.databaseUrl) {
