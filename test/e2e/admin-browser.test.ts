@@ -140,7 +140,8 @@ t.test(
     t.match(snippet, clientId);
     t.match(snippet, callback.redirectUri);
     const scope = /scope: '([^']+)'/.exec(snippet)?.[1];
-    t.equal(scope, 'openid profile email', 'the snippet requests the allowed scopes');
+    // The default scopes (DEFAULT_ALLOWED_SCOPES, as in the admin API and the CLI), offline_access included.
+    t.equal(scope, 'openid profile email offline_access', 'the snippet requests the allowed scopes');
     t.match(await admin.locator('#snippet-oauth4webapi').innerText(), clientId);
     await shot('4-created');
 
