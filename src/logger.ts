@@ -76,8 +76,66 @@ export function loggerOptions(level: string): LoggerOptions {
   };
 }
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
-const noop = () => {};
+// pino's default level values.
+const VALUES: Record<string, number> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: Infinity,
+};
+type LogFn = (...args: unknown[]) => void;
+
+/** A request's logger that makes its pino child only when a call at an enabled level comes. */
+class LazyChildLogger {
+  #child: FastifyBaseLogger | undefined;
+  #threshold: number;
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Record<string, unknown>,
+    private readonly options: { level?: string },
+  ) {
+    this.#threshold = VALUES[options.level ?? parent.level] ?? 0;
+  }
+  #real(): FastifyBaseLogger {
+    this.#child ??= this.parent.child(this.bindings, this.options);
+    return this.#child;
+  }
+  #log(value: number, name: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', args: unknown[]) {
+    if (this.#child) return (this.#child[name] as LogFn)(...args);
+    if (value >= this.#threshold) (this.#real()[name] as LogFn)(...args);
+  }
+  get level(): string {
+    return this.#child?.level ?? this.options.level ?? this.parent.level;
+  }
+  set level(value: string) {
+    this.#real().level = value; // from now on every call goes to the child, which applies its level
+  }
+  fatal(...args: unknown[]) {
+    this.#log(60, 'fatal', args);
+  }
+  error(...args: unknown[]) {
+    this.#log(50, 'error', args);
+  }
+  warn(...args: unknown[]) {
+    this.#log(40, 'warn', args);
+  }
+  info(...args: unknown[]) {
+    this.#log(30, 'info', args);
+  }
+  debug(...args: unknown[]) {
+    this.#log(20, 'debug', args);
+  }
+  trace(...args: unknown[]) {
+    this.#log(10, 'trace', args);
+  }
+  silent() {}
+  child(bindings: Record<string, unknown>, options?: object) {
+    return this.#real().child(bindings, options);
+  }
+}
 
 /**
  * Fastify's childLoggerFactory: the request's logger is made only when something is logged at an
@@ -89,29 +147,5 @@ export function lazyChildLogger(
   bindings: Record<string, unknown>,
   options: { level?: string },
 ): FastifyBaseLogger {
-  let child: FastifyBaseLogger | undefined;
-  const real = () => (child ??= logger.child(bindings, options));
-  const values = (logger as unknown as { levels: { values: Record<string, number> } }).levels.values;
-  const threshold = values[options.level ?? logger.level] ?? 0;
-  const lazy: Record<string, unknown> = {
-    child: (b: Record<string, unknown>, o?: object) => real().child(b, o),
-    silent: noop,
-  };
-  for (const level of LEVELS) {
-    lazy[level] =
-      (values[level] ?? 0) >= threshold
-        ? (...args: unknown[]) => (real()[level] as (...a: unknown[]) => void)(...args)
-        : noop;
-  }
-  Object.defineProperty(lazy, 'level', {
-    get: () => child?.level ?? options.level ?? logger.level,
-    set: (value: string) => {
-      const made = real();
-      made.level = value;
-      // From now on every call goes to the child, which applies its new level itself.
-      for (const level of LEVELS)
-        lazy[level] = (...args: unknown[]) => (made[level] as (...a: unknown[]) => void)(...args);
-    },
-  });
-  return lazy as unknown as FastifyBaseLogger;
+  return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
 }
