@@ -19,6 +19,12 @@ export async function findUserById(db: Db, id: string): Promise<UserRow | undefi
 }
 
 /** The row, locked until the transaction ends (call inside one). */
+/** The e-mail addresses of these users (those that exist), in one query. */
+export async function findUserEmails(db: Db, ids: string[]): Promise<Array<{ id: string; email: string }>> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('users').select(['id', 'email']).where('id', 'in', ids).execute();
+}
+
 export async function lockUserById(db: Db, id: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }

@@ -25,16 +25,9 @@ export function registerAuditRoutes({ app, page, requireAdmin }: AdminContext) {
    */
   async function namesOf(items: AuditEvent[]): Promise<AuditNames> {
     const distinct = (ids: Array<string | null>) => [...new Set(ids.filter((id): id is string => Boolean(id)))];
-    const [userRows, appRows] = await Promise.all([
-      Promise.all(
-        distinct(items.map((e) => e.userId)).map(async (id) => {
-          const user = await users.get(id).catch((error: unknown) => {
-            if (error instanceof AppError && error.statusCode === 404) return undefined;
-            throw error;
-          });
-          return user ? ([id, user.email] as const) : undefined;
-        }),
-      ),
+    // Users in one query; applications from the in-memory application cache.
+    const [userEmails, appRows] = await Promise.all([
+      users.emailsOf(distinct(items.map((e) => e.userId))),
       Promise.all(
         distinct(items.map((e) => e.clientId)).map(async (id) => {
           const found = await applications.find(id);
@@ -43,7 +36,7 @@ export function registerAuditRoutes({ app, page, requireAdmin }: AdminContext) {
       ),
     ]);
     const known = <T>(rows: Array<T | undefined>) => rows.filter((r): r is T => r !== undefined);
-    return { users: new Map(known(userRows)), applications: new Map(known(appRows)) };
+    return { users: userEmails, applications: new Map(known(appRows)) };
   }
 
   app.get('/audit', { schema: { querystring: AuditFilters } }, async (request, reply) => {

@@ -102,7 +102,7 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
             {
               field: 'email',
               message:
-                'A user with this e-mail address exists already; promote it with idp users update <email> --admin',
+                'A user with this e-mail address exists already; promote it with idp users update <e-mail> --admin',
             },
           ]);
         }

@@ -61,6 +61,12 @@ export function createUserService(deps: UserServiceDeps) {
     return toUser(row);
   }
 
+  /** Id → e-mail address of the users that exist among `ids` (one query; for lists that name users). */
+  async function emailsOf(ids: string[]): Promise<Map<string, string>> {
+    const valid = [...new Set(ids)].filter((id) => UUID.test(id));
+    return new Map((await repo.findUserEmails(db, valid)).map((r) => [r.id, r.email]));
+  }
+
   async function list(
     options: { q?: string | undefined; limit?: number | undefined; cursor?: string | undefined } = {},
   ): Promise<Page<User>> {
@@ -179,6 +185,7 @@ export function createUserService(deps: UserServiceDeps) {
       passwordListeners.push(listener);
     },
     get,
+    emailsOf,
     list,
     create,
     update,
