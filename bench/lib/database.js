@@ -85,6 +85,8 @@ export const serverEnv = ({ port, origin, pool, adminToken }) => ({
   SECRET_KEY: b64url(randomBytes(32)),
   ADMIN_API_TOKEN: adminToken,
   LOG_LEVEL: 'warn',
+  // BENCH_WORKERS=N: our server as N processes (WORKERS, PostgreSQL only); CPU and RSS then sum the tree.
+  ...(process.env.BENCH_WORKERS && { WORKERS: process.env.BENCH_WORKERS }),
   // Load tests drive thousands of requests from one IP and one token: the limits would answer 429.
   RATE_LIMITS: 'off',
 });

@@ -15,6 +15,21 @@ export function cpuMs(pid) {
   }
 }
 
+/** `pid` and its child processes (the workers of a WORKERS > 1 server), from /proc. */
+export function processTree(pid) {
+  const pids = [pid];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+      if (ppid === pid) pids.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
 /** Resident set size of `pid` in MB; NaN when unreadable. */
 export function rssMb(pid) {
   try {
@@ -45,9 +60,12 @@ function backendsOf(dbName) {
  * at most its last 250 ms). stop() returns { serverCpuMs, rssPeakMb, pgCpuMs }.
  */
 export function startMeter(pid, dbName) {
-  const cpu0 = cpuMs(pid);
+  // A WORKERS > 1 server: the primary and its workers (a worker that exits in the window loses its share).
+  const tree = processTree(pid);
+  const sum = (f) => tree.map(f).reduce((a, b) => a + b, 0);
+  const cpu0 = sum(cpuMs);
   const backends = new Map(); // pid → { first, last }
-  let rssPeak = rssMb(pid);
+  let rssPeak = sum(rssMb);
   let ticks = 0;
   const sampleBackends = (initial) => {
     if (ticks++ % 4 === 0) {
@@ -60,13 +78,13 @@ export function startMeter(pid, dbName) {
   };
   if (dbName) sampleBackends(true);
   const timer = setInterval(() => {
-    rssPeak = Math.max(rssPeak, rssMb(pid));
+    rssPeak = Math.max(rssPeak, sum(rssMb));
     if (dbName) sampleBackends(false);
   }, 250);
   return () => {
     clearInterval(timer);
-    rssPeak = Math.max(rssPeak, rssMb(pid));
-    const serverCpuMs = cpuMs(pid) - cpu0;
+    rssPeak = Math.max(rssPeak, sum(rssMb));
+    const serverCpuMs = sum(cpuMs) - cpu0;
     let pgCpuMs = NaN;
     if (dbName) {
       sampleBackends(false);

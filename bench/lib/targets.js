@@ -67,7 +67,10 @@ export async function startOurs(db) {
   if (db === 'pg') await createDatabase();
   makeDataDir(`idp-bench-${db}-`);
   const env = serverEnv({ port, origin, adminToken });
-  if (db === 'pglite') delete env.DATABASE_URL;
+  if (db === 'pglite') {
+    delete env.DATABASE_URL;
+    delete env.WORKERS; // one process only on the embedded database
+  }
   const stmtFile = statementsFile();
   env.BENCH_STATEMENTS_FILE = stmtFile;
   const client = createHttpClient({ maxSockets: 32, userAgent: 'idp-bench-setup' });
