@@ -1,5 +1,5 @@
 // One Kysely instance over PostgreSQL (pg) when a URL is given, otherwise over embedded PGlite
-// (file-backed in a directory, or in memory for tests).
+// (file-backed in a directory, or in memory for tests), which runs in a worker thread (db/pglite-worker.ts).
 import { Kysely, PostgresDialect, sql, type CompiledQuery, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PGliteWorkerClient } from './pglite-client.js';

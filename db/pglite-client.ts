@@ -24,13 +24,15 @@ interface Pending {
  * Node 20 applies neither tsx's nor ts-node's hooks to worker threads, so the thread registers tsx first.
  */
 function spawnWorker(init: WorkerInit): Worker {
-  if (!import.meta.url.endsWith('.ts'))
+  if (!import.meta.url.endsWith('.ts')) {
     return new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: init });
+  }
   const pglite = JSON.stringify(import.meta.resolve('@electric-sql/pglite'));
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const entry = JSON.stringify(new URL('./pglite-worker.ts', import.meta.url).href);
   // PGlite first: loaded through tsx's hooks it takes ~0.4 s longer (measured), and it needs no transform.
-  const boot = `await import(${pglite}); const { register } = await import(${tsx}); register(); await import(${entry});`;
+  const boot = `await import(${pglite}); const { register } = await import(${tsx}); register();
+    await import(${entry});`;
   return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: init });
 }
 

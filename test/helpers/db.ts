@@ -1,4 +1,6 @@
-// A fresh, migrated database for each test file: PGlite restored from a migrated snapshot (fast), or,
+// A fresh, migrated database for each test file: PGlite restored from a migrated snapshot (fast; in its
+// worker thread like the server's, so every test file runs the production path: measured over 14 files,
+// ~1.5 s more CPU and ~+150 MB peak memory a file than PGlite on the test's own thread), or,
 // when DATABASE_URL is set, a schema of its own on that PostgreSQL server (dropped at the end).
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
