@@ -40,6 +40,8 @@ import bearerAuth from '../plugins/infra/bearer-auth.js';
 import { firstPartyJsonErrors } from '../plugins/infra/error-handlers.js';
 import externalPlugin from '../plugins/external/index.js';
 import publicPlugin from '../plugins/public/index.js';
+import welcomePlugin from '../plugins/welcome/index.js';
+import demoPlugin from '../plugins/demo/index.js';
 
 export interface BuildOptions {
   /** An open, migrated database (tests and the CLI); otherwise the app opens the configured one. */
@@ -146,6 +148,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   if (config.adminApiToken) {
     await app.register(adminPlugin, { prefix: '/api/admin', adminApiToken: config.adminApiToken });
   }
+  // The welcome page (/) and the demo relying party (/demo): WELCOME_PAGE and DEMO.
+  await app.register(welcomePlugin, { config });
+  await app.register(demoPlugin, { prefix: '/demo', config });
   await options.configure?.(app);
   return app;
 }

@@ -36,6 +36,10 @@ export interface Config {
   staticApplicationsFile: string | undefined;
   /** Applied by idp serve at start, after the migrations (src/seed.ts). */
   seedFile: string | undefined;
+  /** The page at /: on (every link), public (no admin links) or off (404). */
+  welcomePage: 'on' | 'public' | 'off';
+  /** The demo relying party at /demo and its application "demo" (DEMO). */
+  demo: boolean;
   logLevel: string;
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
@@ -151,7 +155,11 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     const v = coerceBoolean(raw.RATE_LIMITS);
     raw.RATE_LIMITS = v === true ? 'on' : v === false ? 'off' : raw.RATE_LIMITS;
   }
-  for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL']) {
+  if (typeof raw.DEMO === 'string') {
+    const v = coerceBoolean(raw.DEMO);
+    raw.DEMO = v === true ? 'on' : v === false ? 'off' : raw.DEMO;
+  }
+  for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL', 'WELCOME_PAGE']) {
     if (typeof raw[name] === 'string') raw[name] = (raw[name] as string).toLowerCase();
   }
 
@@ -274,6 +282,8 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     trustProxy: trustProxy!,
     staticApplicationsFile: parsed.STATIC_APPLICATIONS_FILE ? resolve(cwd, parsed.STATIC_APPLICATIONS_FILE) : undefined,
     seedFile: parsed.SEED_FILE ? resolve(cwd, parsed.SEED_FILE) : undefined,
+    welcomePage: parsed.WELCOME_PAGE ?? (production ? 'public' : 'on'),
+    demo: (parsed.DEMO ?? (parsed.NODE_ENV === 'development' ? 'on' : 'off')) === 'on',
     logLevel: parsed.LOG_LEVEL,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,

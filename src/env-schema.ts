@@ -123,6 +123,20 @@ export const EnvSchema = Type.Object({
   SEED_FILE: Type.Optional(
     Type.String({ minLength: 1, description: 'a path to a JSON seed file that idp serve applies at start' }),
   ),
+  WELCOME_PAGE: Type.Optional(
+    Type.Union([Type.Literal('on'), Type.Literal('public'), Type.Literal('off')], {
+      description:
+        'on, public or off: the welcome page at / (public: without the admin links; ' +
+        'default on, public when NODE_ENV=production)',
+    }),
+  ),
+  DEMO: Type.Optional(
+    Type.Union([Type.Literal('on'), Type.Literal('off')], {
+      description:
+        'on or off: the demo relying party at /demo and its application "demo" ' +
+        '(default on when NODE_ENV=development; off disables the application)',
+    }),
+  ),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },

@@ -1,0 +1,65 @@
+// The demo relying party's application (DEMO, plugins/demo): a normal database application with the fixed
+// client id "demo", kept in line with BASE_URL at every start while the demo is on, and disabled (not
+// deleted: its grants and audit trail stay) when it is off. Through the application service, so it is
+// validated, audited and announced to the other instances like any change.
+import type { Config } from '../config.js';
+import type { ApplicationUpdate } from '../domain/application.js';
+import type { ApplicationService } from './applications.js';
+
+export const DEMO_CLIENT_ID = 'demo';
+export const DEMO_CLIENT_NAME = 'Demo application';
+const ACTOR = { actor: 'demo' };
+
+export function demoUrls(config: Pick<Config, 'baseUrl'>) {
+  return { home: `${config.baseUrl}/demo`, callback: `${config.baseUrl}/demo/callback` };
+}
+
+/** What the demo application must be while the demo is on. */
+function wanted(config: Pick<Config, 'baseUrl'>) {
+  const urls = demoUrls(config);
+  return {
+    clientName: DEMO_CLIENT_NAME,
+    clientDescription: 'The live demo relying party of this identity provider (DEMO=on), at /demo.',
+    redirectUris: [urls.callback],
+    postLogoutRedirectUris: [urls.home],
+    allowedScopes: ['openid', 'profile', 'email', 'offline_access'] as ApplicationUpdate['allowedScopes'] & string[],
+    enabled: true,
+  };
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Creates or updates the demo application (on), or disables it (off). Idempotent: nothing is written when
+ * it already matches. A static application with the id "demo" is left alone (read-only).
+ * Returns what was done, for the log.
+ */
+export async function syncDemoApplication(
+  applications: ApplicationService,
+  config: Pick<Config, 'baseUrl' | 'demo'>,
+): Promise<'created' | 'updated' | 'disabled' | 'unchanged' | 'static'> {
+  const found = await applications.find(DEMO_CLIENT_ID);
+  if (found?.source === 'static') return 'static';
+  if (!config.demo) {
+    if (!found?.enabled) return 'unchanged';
+    await applications.update(DEMO_CLIENT_ID, { enabled: false }, ACTOR);
+    return 'disabled';
+  }
+  const target = wanted(config);
+  if (!found) {
+    try {
+      await applications.create({ clientId: DEMO_CLIENT_ID, ...target }, ACTOR);
+      return 'created';
+    } catch (error) {
+      // Another process of the same start created it first.
+      if (!(await applications.find(DEMO_CLIENT_ID))) throw error;
+      return syncDemoApplication(applications, config);
+    }
+  }
+  const changes = Object.fromEntries(
+    Object.entries(target).filter(([k, v]) => !same(found[k as keyof typeof found], v)),
+  ) as ApplicationUpdate;
+  if (!Object.keys(changes).length) return 'unchanged';
+  await applications.update(DEMO_CLIENT_ID, changes, ACTOR);
+  return 'updated';
+}
