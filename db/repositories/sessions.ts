@@ -55,7 +55,8 @@ export interface LiveSession {
   user: AccountUserColumns;
 }
 
-type AccountUserColumns = Pick<
+/** The user columns a session lookup reads: what an AccountUser is made of (src/services/rows.ts). */
+export type AccountUserColumns = Pick<
   UserRow,
   | 'id'
   | 'email'

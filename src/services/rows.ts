@@ -1,5 +1,6 @@
 // Rows to domain types: the one place where db/ row types become what services hand out. Secret
 // columns (password_hash, token_hash) stop here.
+import type { AccountUserColumns } from '../../db/repositories/sessions.js';
 import type { ApplicationRow, SessionRow, UserRow } from '../../db/tables.js';
 import type { Application } from '../domain/application.js';
 import type { Session } from '../domain/session.js';
@@ -24,19 +25,7 @@ export function toUser(row: UserRow): User {
 }
 
 /** The columns an AccountUser is made of (the session lookup reads only these). */
-export type AccountUserRow = Pick<
-  UserRow,
-  | 'id'
-  | 'email'
-  | 'email_verified'
-  | 'name'
-  | 'given_name'
-  | 'family_name'
-  | 'picture'
-  | 'permissions'
-  | 'disabled'
-  | 'role'
->;
+export type AccountUserRow = AccountUserColumns;
 
 export function toAccountUser(row: AccountUserRow): AccountUser {
   return {
