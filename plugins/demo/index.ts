@@ -32,9 +32,14 @@ interface Session {
 }
 
 const demoPlugin: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+  // The demo never stops a start: a database that refuses the application leaves a warning in the log.
   app.addHook('onReady', async () => {
-    const outcome = await syncDemoApplication(app.services.applications, config);
-    if (outcome !== 'unchanged') app.log.info({ clientId: DEMO_CLIENT_ID, outcome }, `demo application ${outcome}`);
+    try {
+      const outcome = await syncDemoApplication(app.services.applications, config);
+      if (outcome !== 'unchanged') app.log.info({ clientId: DEMO_CLIENT_ID, outcome }, `demo application ${outcome}`);
+    } catch (error) {
+      app.log.warn({ err: error, clientId: DEMO_CLIENT_ID }, 'demo application: could not be created or updated');
+    }
   });
   if (!config.demo) return;
 
