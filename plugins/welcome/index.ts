@@ -24,6 +24,7 @@ const welcomePlugin: FastifyPluginAsync<{ config: Config }> = async (app, { conf
         signInUrl: `${config.loginUrl}/sign-in`,
         adminUrl: config.adminUrl,
         adminExists,
+        production: config.env === 'production',
         demoUrl: config.demo ? `${config.baseUrl}/demo` : undefined,
         stylesheet: WIDE_STYLESHEET_PATH,
       }),

@@ -9,6 +9,8 @@ export interface WelcomeView {
   adminUrl: string;
   /** Only in mode on: whether an admin exists yet. */
   adminExists?: boolean | undefined;
+  /** In production no setup link is printed at start: only the commands are named. */
+  production: boolean;
   demoUrl?: string | undefined;
   stylesheet: string;
 }
@@ -17,6 +19,7 @@ const link = (href: string, text: string) => html`<a href="${href}">${text}</a>`
 
 export function welcomePage(v: WelcomeView): string {
   const discovery = `${v.issuer}/.well-known/openid-configuration`;
+  const printed = v.production ? '' : 'Open the one-time setup link the server printed on its console at start, or ';
   const admin: Html =
     v.mode !== 'on'
       ? html``
@@ -24,8 +27,8 @@ export function welcomePage(v: WelcomeView): string {
         ? html`<dt>Admin web</dt><dd>${link(v.adminUrl, v.adminUrl)}</dd>`
         : html`<dt>Admin web</dt><dd>${link(v.adminUrl, v.adminUrl)}<br>\
 <strong>No admin exists yet: create the first admin.</strong> \
-<span class="muted">Open the one-time setup link the server printed on its console at start, or run \
-<code>idp admin setup-link</code> (or <code>idp users create --admin</code>).</span></dd>`;
+<span class="muted">${printed}\
+run <code>idp admin setup-link</code> (or <code>idp users create --admin</code>).</span></dd>`;
   return htmlDocument({
     title: 'Identity provider',
     stylesheet: v.stylesheet,

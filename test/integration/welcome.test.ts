@@ -40,6 +40,7 @@ t.test('WELCOME_PAGE=on: issuer, discovery, sign-in, the admin state, the docs; 
   t.match(res.body, `href="${config.loginUrl}/sign-in"`);
   t.match(res.body, `href="${config.adminUrl}"`);
   t.match(res.body, 'No admin exists yet: create the first admin.');
+  t.match(res.body, 'printed on its console at start');
   t.notMatch(res.body, /token=/, 'no setup token on the page');
   t.match(res.body, 'href="http://localhost:3000/demo"', 'the demo link');
   t.match(res.body, 'href="/api/openapi.json"');
@@ -115,6 +116,8 @@ t.test('production: public by default, off on request; the demo only with DEMO=o
   res = await on.app.inject({ url: '/' });
   t.match(res.body, 'https://id.example.com/demo');
   t.match(res.body, 'create the first admin');
+  t.notMatch(res.body, 'printed on its console', 'production prints no setup link: only the commands');
+  t.match(res.body, 'idp admin setup-link');
   t.equal((await on.app.inject({ url: '/demo' })).statusCode, 200);
   t.same((await on.app.services.applications.get(DEMO_CLIENT_ID)).redirectUris, [
     'https://id.example.com/demo/callback',
