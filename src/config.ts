@@ -41,6 +41,8 @@ export interface Config {
   /** The demo relying party at /demo and its application "demo" (DEMO). */
   demo: boolean;
   logLevel: string;
+  /** LOG_FORMAT: pretty lines (pino-pretty) or JSON lines; auto decides on a terminal (src/logger.ts). */
+  logFormat: 'auto' | 'pretty' | 'json';
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
   corsCacheSeconds: number;
@@ -159,7 +161,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     const v = coerceBoolean(raw.DEMO);
     raw.DEMO = v === true ? 'on' : v === false ? 'off' : raw.DEMO;
   }
-  for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL', 'WELCOME_PAGE']) {
+  for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL', 'LOG_FORMAT', 'WELCOME_PAGE']) {
     if (typeof raw[name] === 'string') raw[name] = (raw[name] as string).toLowerCase();
   }
 
@@ -285,6 +287,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     welcomePage: parsed.WELCOME_PAGE ?? (production ? 'public' : 'on'),
     demo: (parsed.DEMO ?? (parsed.NODE_ENV === 'development' ? 'on' : 'off')) === 'on',
     logLevel: parsed.LOG_LEVEL,
+    logFormat: parsed.LOG_FORMAT,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     corsCacheSeconds: parsed.CORS_CACHE_TTL,

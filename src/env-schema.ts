@@ -141,6 +141,11 @@ export const EnvSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },
   ),
+  LOG_FORMAT: Type.Union([Type.Literal('auto'), Type.Literal('pretty'), Type.Literal('json')], {
+    default: 'auto',
+    description:
+      'auto, pretty or json: the log lines (auto: pretty on a terminal when NODE_ENV=development, else JSON lines)',
+  }),
   SHUTDOWN_TIMEOUT: Seconds(10, 'seconds to wait for in-flight requests on shutdown'),
   ACCESS_TOKEN_TTL: Seconds(3600, 'access token lifetime in seconds'),
   ID_TOKEN_TTL: Seconds(3600, 'ID token lifetime in seconds'),
