@@ -149,3 +149,76 @@ export function lazyChildLogger(
 ): FastifyBaseLogger {
   return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
 }
+
+// ---------------------------------------------------------------------------------- development output
+export type LogFormat = 'auto' | 'pretty' | 'json';
+
+/** LOG_FORMAT: pretty lines on a developer's terminal (auto), JSON lines elsewhere (production, tests, pipes). */
+export function usePrettyLogs(format: LogFormat, env: string, tty: boolean): boolean {
+  if (format !== 'auto') return format === 'pretty';
+  return env === 'development' && tty;
+}
+
+type Paint = (text: string) => string;
+interface Colors {
+  gray: Paint;
+  red: Paint;
+  yellow: Paint;
+  green: Paint;
+  cyan: Paint;
+  bgRed: Paint;
+}
+// pino-pretty's own filter, for the parts of a line this function writes itself.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point
+const UNSAFE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+const LABELS: Record<number, string> = { 10: 'TRACE ', 20: 'DEBUG ', 40: 'WARN ', 50: 'ERROR ', 60: 'FATAL ' };
+
+/**
+ * One short line: `12:03:04 GET /login/sign-in 200 3.1ms` for a request, `12:03:04 WARN message` otherwise;
+ * warnings yellow, errors red. The record was redacted by pino before it got here.
+ */
+export function prettyMessage(log: Record<string, unknown>, colors: Colors): string {
+  const level = typeof log.level === 'number' ? log.level : 30;
+  const paint: Paint =
+    level >= 60 ? colors.bgRed : level >= 50 ? colors.red : level >= 40 ? colors.yellow : (s: string) => s;
+  const d = new Date(typeof log.time === 'number' ? log.time : Date.now());
+  const clock = [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+  let text = typeof log.msg === 'string' ? log.msg.replace(UNSAFE, '') : '';
+  const req = log.req as { method?: unknown; url?: unknown } | undefined;
+  if (req && typeof req === 'object' && typeof req.method === 'string') {
+    const parts = [req.method, String(req.url ?? '').replace(UNSAFE, '')];
+    const status = (log.res as { statusCode?: unknown } | undefined)?.statusCode;
+    if (typeof status === 'number') {
+      const color =
+        status >= 500 ? colors.red : status >= 400 ? colors.yellow : status >= 300 ? colors.cyan : colors.green;
+      parts.push(color(String(status)));
+    }
+    if (typeof log.responseTime === 'number') parts.push(`${log.responseTime.toFixed(1)}ms`);
+    text = parts.join(' ') + (text === 'request completed' ? '' : ` ${text}`);
+  }
+  return `${colors.gray(clock)} ${paint(`${LABELS[level] ?? ''}${text}`)}`;
+}
+
+/**
+ * Where pino writes in pretty mode (pino-pretty, loaded only then): each JSON line, already redacted,
+ * becomes prettyMessage's line plus the record's other fields on the same line (an error's stack below).
+ */
+export async function prettyDestination(
+  out: { write(text: string): unknown },
+  colorize: boolean,
+): Promise<{ write(line: string): void }> {
+  const { prettyFactory } = await import('pino-pretty');
+  const pretty = prettyFactory({
+    colorize,
+    customColors: 'message:reset',
+    singleLine: true,
+    ignore: 'time,level,pid,hostname,reqId,req,res,responseTime',
+    messageFormat: (log, _key, _label, { colors }) => prettyMessage(log, colors as unknown as Colors),
+  });
+  return {
+    write(line: string) {
+      const text = pretty(line);
+      if (text) out.write(text);
+    },
+  };
+}
