@@ -5,6 +5,7 @@ import { DEFAULT_ALLOWED_SCOPES, SCOPES } from '../../src/oauth/scopes.js';
 import type { Application } from '../../src/domain/application.js';
 import { alert, hidden, html } from '../pages/kit.js';
 import { type Errors, type Frame, field, layout, postButton } from './views-layout.js';
+import { oauth4webapiSnippet, openidClientSnippet } from './snippets.js';
 
 /**
  * Only https images are shown (the pages' CSP allows no other remote images; loopback http logos are valid but
@@ -212,41 +213,9 @@ export function applicationCreated(
   const redirectUri = a.redirectUris[0] ?? 'https://app.example.com/callback';
   const scope = a.allowedScopes.filter((s) => s !== 'permissions').join(' ');
   const discovery = `${o.issuer}/.well-known/openid-configuration`;
-  const openidClient = `import * as client from 'openid-client';
-
-const config = await client.discovery(new URL('${o.issuer}'), '${a.clientId}');
-// Public client with PKCE (S256); no client secret.
-const codeVerifier = client.randomPKCECodeVerifier();
-const codeChallenge = await client.calculatePKCECodeChallenge(codeVerifier);
-const url = client.buildAuthorizationUrl(config, {
-  redirect_uri: '${redirectUri}',
-  scope: '${scope}',
-  code_challenge: codeChallenge,
-  code_challenge_method: 'S256',
-});
-// ... after the redirect back to ${redirectUri}:
-const tokens = await client.authorizationCodeGrant(config, new URL(callbackUrl), { pkceCodeVerifier: codeVerifier });`;
-  const oauth4webapi = `import * as oauth from 'oauth4webapi';
-
-const issuer = new URL('${o.issuer}');
-const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer));
-const client = { client_id: '${a.clientId}' };
-const clientAuth = oauth.None();
-const codeVerifier = oauth.generateRandomCodeVerifier();
-const url = new URL(as.authorization_endpoint);
-url.search = new URLSearchParams({
-  client_id: client.client_id,
-  redirect_uri: '${redirectUri}',
-  response_type: 'code',
-  scope: '${scope}',
-  code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
-  code_challenge_method: 'S256',
-}).toString();
-// ... on ${redirectUri}:
-const params = oauth.validateAuthResponse(as, client, new URL(callbackUrl));
-const response = await oauth.authorizationCodeGrantRequest\
-(as, client, clientAuth, params, '${redirectUri}', codeVerifier);
-const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);`;
+  const input = { issuer: o.issuer, clientId: a.clientId, redirectUri, scope };
+  const openidClient = openidClientSnippet(input);
+  const oauth4webapi = oauth4webapiSnippet(input);
   return layout({
     title: `${a.clientName}: integration`,
     frame,

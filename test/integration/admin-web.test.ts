@@ -749,8 +749,9 @@ t.test('applications: create with bad input, then good; the created page; list a
     '#discovery-url',
   );
   const openidClient = unescapeHtml(/<code id="snippet-openid-client">([\s\S]*?)<\/code>/.exec(createdPage.body)![1]!);
-  t.match(openidClient, `client.discovery(new URL('${config.issuer}'), '${clientId}')`);
-  t.match(openidClient, "redirect_uri: 'https://rp.example.com/callback'");
+  t.match(openidClient, `const issuer = new URL('${config.issuer}');`);
+  t.match(openidClient, `const clientId = '${clientId}';`);
+  t.match(openidClient, "const redirectUri = 'https://rp.example.com/callback';");
   t.match(openidClient, "scope: 'openid email offline_access'");
   t.match(openidClient, "code_challenge_method: 'S256'");
   const oauth4 = unescapeHtml(/<code id="snippet-oauth4webapi">([\s\S]*?)<\/code>/.exec(createdPage.body)![1]!);
