@@ -1,0 +1,163 @@
+// docs/integration.md's examples run as written, against a real server, each block taken from between its
+// <!-- example:NAME:start/end --> markers. Only what the document tells the reader to set is set: IDP_URL
+// and APP_URL in the environment (the server and the "application" listen on free ports), and the two
+// constants at the top of the browser pages. The test is the person at the browser: it opens the printed
+// authorization URL, signs in and allows (over HTTP for the Node.js and curl examples, in headless
+// Chromium for the browser pages, whose CDN imports are answered from node_modules with page.route).
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { startTestServer } from '../helpers/server.js';
+import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
+import { freePort, markedBlock, ROOT, runProgram, signInAndConsent } from '../helpers/programs.js';
+
+t.setTimeout(300_000);
+const doc = readFileSync(join(ROOT, 'docs', 'integration.md'), 'utf8');
+const example = (name: string) => markedBlock(doc, `example:${name}`);
+
+t.test('every example block in the document is run by this test', async (t) => {
+  const names = [...doc.matchAll(/<!-- example:([\w-]+):start -->/g)].map((m) => m[1]);
+  t.same(names.sort(), ['curl', 'oauth4webapi-browser', 'oidc-client-ts', 'openid-client', 'register'].sort());
+});
+
+const ADMIN_API_TOKEN = 'integration-docs-admin-token-0123456789abcdef';
+const ctx = await startTestServer(t, { ADMIN_API_TOKEN });
+const appPort = await freePort();
+const env = { IDP_URL: ctx.baseUrl, APP_URL: `http://127.0.0.1:${appPort}` };
+
+let users = 0;
+/** A verified person of their own for each example (consent is asked once per person and application). */
+async function person() {
+  const email = `reader${++users}@example.com`;
+  const password = 'correct horse battery staple';
+  await ctx.app.services.users.create(
+    { email, password, name: `Reader ${users}`, emailVerified: true, permissions: ['docs:read'] },
+    { actor: 'test' },
+  );
+  return { email, password };
+}
+
+t.test('register: the admin API call creates my-app', async (t) => {
+  const run = runProgram(t, 'docs-register.sh', example('register'), 'bash', { ...env, ADMIN_API_TOKEN });
+  t.equal(await run.exit, 0, 'exits 0', { output: run.output() });
+  const created = JSON.parse(run.output());
+  t.equal(created.clientId, 'my-app');
+  t.same(created.redirectUris, [`${env.APP_URL}/callback`, `${env.APP_URL}/`]);
+  t.same(created.allowedWebOrigins, [env.APP_URL]);
+});
+
+t.test('openid-client: sign-in, claims, UserInfo, /api/external/me, rotation, reuse', async (t) => {
+  const { email, password } = await person();
+  const run = runProgram(t, 'docs-openid-client.mjs', example('openid-client'), 'node', env);
+  const [, url] = await run.waitFor(/Open in a browser:\n(\S+)\n/);
+  const callback = await signInAndConsent(ctx.baseUrl, url!, `${env.APP_URL}/callback`, email, password);
+  const answer = await fetch(callback);
+  t.match(await answer.text(), /go back to the terminal/);
+  t.equal(await run.exit, 0, 'exits 0', { output: run.output() });
+  const out = run.output();
+  t.match(out, /ID token claims:[\s\S]*aud: 'my-app'/);
+  t.match(out, new RegExp(`UserInfo:[\\s\\S]*email: '${email}'`));
+  t.match(out, new RegExp(`/api/external/me: \\{[\\s\\S]*email: '${email}'`));
+  t.match(out, 'Refreshed; new refresh token: true');
+  t.match(out, 'Reusing the old refresh token: invalid_grant');
+});
+
+t.test('curl walk-through: every step by hand', async (t) => {
+  const { email, password } = await person();
+  const run = runProgram(t, 'docs-walk-through.sh', example('curl'), 'bash', env);
+  const [, url] = await run.waitFor(/Open in a browser:\n(\S+)\n/);
+  const callback = await signInAndConsent(ctx.baseUrl, url!, `${env.APP_URL}/callback`, email, password);
+  run.child.stdin.end(`${callback}\n`);
+  t.equal(await run.exit, 0, 'exits 0', { output: run.output() });
+  const out = run.output();
+  t.match(out, 'Granted scope: openid profile email offline_access');
+  t.match(out, /ID token claims: \{[\s\S]*"aud": "my-app"/);
+  t.match(out, new RegExp(`UserInfo: \\{.*"email":"${email}"`));
+  t.match(out, new RegExp(`/api/external/me: \\{.*"email":"${email}"`));
+  t.match(out, 'Refreshed: a new refresh token');
+  t.match(out, /Reusing the old refresh token: \{"error":"invalid_grant"/);
+});
+
+t.test('curl walk-through: an error redirect stops it with the error', async (t) => {
+  const run = runProgram(t, 'docs-walk-through-denied.sh', example('curl'), 'bash', env);
+  const [, url] = await run.waitFor(/Open in a browser:\n(\S+)\n/);
+  const state = new URL(url!).searchParams.get('state');
+  run.child.stdin.end(`${env.APP_URL}/callback?error=access_denied&error_description=denied&state=${state}\n`);
+  t.equal(await run.exit, 1);
+  t.match(run.output(), 'Authorization failed: access_denied denied');
+});
+
+// The CDN URLs the pages import, answered with this checkout's copies (the machine has no internet).
+const CDN: Record<string, { file: string; pkg: string }> = {
+  'https://cdn.jsdelivr.net/npm/oauth4webapi@3/build/index.js': {
+    file: 'node_modules/oauth4webapi/build/index.js',
+    pkg: 'oauth4webapi',
+  },
+  'https://cdn.jsdelivr.net/npm/oidc-client-ts@3/dist/browser/oidc-client-ts.min.js': {
+    file: 'node_modules/oidc-client-ts/dist/browser/oidc-client-ts.min.js',
+    pkg: 'oidc-client-ts',
+  },
+};
+
+for (const name of ['oauth4webapi-browser', 'oidc-client-ts']) {
+  t.test(`${name}: the page in headless Chromium`, { skip: chromiumSkip, timeout: 180_000 }, async (t) => {
+    const { email, password } = await person();
+    const html = example(name).replace("const IDP_URL = 'http://localhost:3000';", `const IDP_URL = '${ctx.baseUrl}';`);
+    t.match(html, `const IDP_URL = '${ctx.baseUrl}';`, 'the reader sets IDP_URL');
+    const cdnUrls = [...html.matchAll(/https:\/\/cdn\.jsdelivr\.net\/[^'"]+/g)].map((m) => m[0]);
+    t.ok(cdnUrls.length === 1 && CDN[cdnUrls[0]!], `imports one known CDN URL: ${cdnUrls}`);
+    const { file, pkg } = CDN[cdnUrls[0]!]!;
+    const installed = JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+    t.match(cdnUrls[0], `${pkg}@${installed.split('.')[0]}/`, 'the CDN URL names the major version tested here');
+
+    // The reader's static file server on APP_URL: the page at /.
+    const server = createServer((req, res) => {
+      if (new URL(req.url ?? '/', env.APP_URL).pathname !== '/') return res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+    });
+    await new Promise<void>((resolve) => server.listen(appPort, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    const browser = await launchChromium(t);
+    const context = await browser.newContext();
+    await context.route('https://cdn.jsdelivr.net/**', (route) => {
+      const entry = CDN[route.request().url()];
+      if (!entry) return route.fulfill({ status: 404, body: 'not in this test' });
+      return route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'text/javascript; charset=utf-8', 'access-control-allow-origin': '*' },
+        body: readFileSync(join(ROOT, entry.file), 'utf8'),
+      });
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(30000);
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && !/favicon/.test(msg.location().url)) problems.push(msg.text());
+    });
+    await page.goto(`${env.APP_URL}/`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/login\/sign-in\?request=/);
+    await page.getByLabel('E-mail address').fill(email);
+    await page.getByLabel(/^Password/).fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/login\/consent\?request=/);
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL(`${env.APP_URL}/`);
+    const output = page.locator('#output');
+    await output.filter({ hasText: '/api/external/me' }).waitFor();
+    let text = await output.innerText();
+    t.match(text, /ID token claims/);
+    t.match(text, '"aud": "my-app"');
+    t.match(text, `"email": "${email}"`);
+    t.notMatch(text, /Error/);
+    t.equal(page.url(), `${env.APP_URL}/`, 'the code is gone from the address bar');
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await output.filter({ hasText: 'Refreshed' }).waitFor();
+    text = await output.innerText();
+    t.match(text, 'Refreshed; new refresh token: true');
+    t.same(problems, [], 'no errors in the page');
+  });
+}
