@@ -36,7 +36,13 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** PostgreSQL only: LISTEN on a channel (see listenPostgres). */
   listen?: (channel: string, handlers: ListenHandlers) => Listener;
+  /** How busy the database is now (the metrics): PostgreSQL's pool, or PGlite's statement queue. */
+  stats?: () => DatabaseStats;
 }
+
+export type DatabaseStats =
+  | { engine: 'postgres'; max: number; total: number; idle: number; waiting: number }
+  | { engine: 'pglite'; pending: number };
 
 export interface Listener {
   /** Settles once the first LISTEN succeeded or failed (the listener keeps retrying either way). */
@@ -102,6 +108,13 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       engine: 'postgres',
       location: describeDatabaseUrl(options.databaseUrl),
       listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+      stats: () => ({
+        engine: 'postgres',
+        max: options.poolSize ?? 10,
+        total: pool.totalCount,
+        idle: pool.idleCount,
+        waiting: pool.waitingCount,
+      }),
       async ping(timeoutMs = 2000) {
         if (closed) throw new Error('database is closed');
         await withTimeout(sql`select 1`.execute(db), timeoutMs, 'PostgreSQL');
@@ -122,6 +135,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     db,
     engine: 'pglite',
     location: options.dataDir ? `embedded PGlite in ${options.dataDir}` : 'embedded PGlite in memory',
+    stats: () => ({ engine: 'pglite', pending: client.pending }),
     async ping(timeoutMs = 2000) {
       if (closed || client.closed) throw new Error('database is closed');
       await withTimeout(sql`select 1`.execute(db), timeoutMs, 'PGlite');

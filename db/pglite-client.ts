@@ -110,6 +110,11 @@ export class PGliteWorkerClient {
     return this.#closing || this.#stopped !== undefined;
   }
 
+  /** Statements sent to the thread and not answered yet (its queue depth), for the metrics. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
   #send(request: Request): Promise<WorkerReply> {
     if (this.#stopped) return Promise.reject(this.#stopped);
     const id = this.#nextId++;

@@ -10,6 +10,7 @@ import type { Config } from './config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
 import type { StaticApplications } from './services/applications.js';
 import { lazyChildLogger, loggerOptions } from './logger.js';
+import { traceparent, traceRequest } from './trace.js';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -18,6 +19,7 @@ import {
 } from './framework-errors.js';
 import { loadStaticApplications } from './static-applications.js';
 import dbPlugin from '../plugins/infra/db.js';
+import metricsPlugin from '../plugins/infra/metrics.js';
 import servicesPlugin from '../plugins/infra/services.js';
 import healthPlugin from '../plugins/health.js';
 import adminPlugin from '../plugins/admin/index.js';
@@ -90,7 +92,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     logController: new OneLinePerRequest(),
-    childLoggerFactory: lazyChildLogger,
+    // Every line of a request names its trace (W3C traceparent honoured: src/trace.ts).
+    childLoggerFactory(logger, bindings, options, raw) {
+      bindings.traceId = traceRequest(raw).traceId;
+      return lazyChildLogger(logger, bindings, options);
+    },
     // Plugins that open, create or migrate a database take longer than Fastify's 10 s on a first
     // start (initdb of the embedded database) on a busy machine.
     pluginTimeout: 120_000,
@@ -101,7 +107,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // to https for a year (not includeSubDomains: the operator's other hosts are not ours to decide).
   const hsts = config.baseUrl.startsWith('https://');
   app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
+    reply
+      .header('x-request-id', request.id)
+      .header('traceparent', traceparent(traceRequest(request.raw)))
+      .header('x-content-type-options', 'nosniff');
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000');
   });
   serviceUnavailableWhileClosing(app);
@@ -117,6 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
   await app.register(openapiPlugin, { config });
   await app.register(dbPlugin, { config, database: options.database });
+  await app.register(metricsPlugin, { config });
   await app.register(servicesPlugin, { staticApplications });
   await app.register(cookie);
   await app.register(rateLimitPlugin, { config });

@@ -43,6 +43,8 @@ export interface Config {
   logLevel: string;
   /** LOG_FORMAT: pretty lines (pino-pretty) or JSON lines; auto decides on a terminal (src/logger.ts). */
   logFormat: 'auto' | 'pretty' | 'json';
+  /** METRICS and METRICS_TOKEN: Prometheus metrics at /metrics (src/metrics.ts), behind the token when set. */
+  metrics: { enabled: boolean; token: string | undefined };
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
   corsCacheSeconds: number;
@@ -103,7 +105,7 @@ export class ConfigError extends Error {
   }
 }
 
-const SECRET_NAMES = new Set(['SECRET_KEY', 'ADMIN_API_TOKEN', 'DATABASE_URL', 'SMTP_URL']);
+const SECRET_NAMES = new Set(['SECRET_KEY', 'ADMIN_API_TOKEN', 'DATABASE_URL', 'SMTP_URL', 'METRICS_TOKEN']);
 
 // Secrets are never echoed back, even in a configuration error.
 function shown(name: string, value: string | undefined): string | undefined {
@@ -157,9 +159,10 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     const v = coerceBoolean(raw.RATE_LIMITS);
     raw.RATE_LIMITS = v === true ? 'on' : v === false ? 'off' : raw.RATE_LIMITS;
   }
-  if (typeof raw.DEMO === 'string') {
-    const v = coerceBoolean(raw.DEMO);
-    raw.DEMO = v === true ? 'on' : v === false ? 'off' : raw.DEMO;
+  for (const name of ['DEMO', 'METRICS']) {
+    if (typeof raw[name] !== 'string') continue;
+    const v = coerceBoolean(raw[name] as string);
+    raw[name] = v === true ? 'on' : v === false ? 'off' : raw[name];
   }
   for (const name of ['COOKIE_SAMESITE', 'LOG_LEVEL', 'LOG_FORMAT', 'WELCOME_PAGE']) {
     if (typeof raw[name] === 'string') raw[name] = (raw[name] as string).toLowerCase();
@@ -288,6 +291,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     demo: (parsed.DEMO ?? (parsed.NODE_ENV === 'development' ? 'on' : 'off')) === 'on',
     logLevel: parsed.LOG_LEVEL,
     logFormat: parsed.LOG_FORMAT,
+    metrics: { enabled: parsed.METRICS === 'on', token: parsed.METRICS_TOKEN },
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     corsCacheSeconds: parsed.CORS_CACHE_TTL,

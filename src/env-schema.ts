@@ -146,6 +146,16 @@ export const EnvSchema = Type.Object({
     description:
       'auto, pretty or json: the log lines (auto: pretty on a terminal when NODE_ENV=development, else JSON lines)',
   }),
+  METRICS: Type.Union([Type.Literal('on'), Type.Literal('off')], {
+    default: 'off',
+    description: 'on or off: Prometheus metrics at /metrics (off: /metrics is an unknown route)',
+  }),
+  METRICS_TOKEN: Type.Optional(
+    Type.String({
+      minLength: 32,
+      description: 'at least 32 characters: /metrics then asks for Authorization: Bearer <METRICS_TOKEN>',
+    }),
+  ),
   SHUTDOWN_TIMEOUT: Seconds(10, 'seconds to wait for in-flight requests on shutdown'),
   ACCESS_TOKEN_TTL: Seconds(3600, 'access token lifetime in seconds'),
   ID_TOKEN_TTL: Seconds(3600, 'ID token lifetime in seconds'),

@@ -103,7 +103,7 @@ export default fp(
       ttlSeconds: config.ttl.session,
       idleSeconds: config.ttl.sessionIdle,
     });
-    const accounts = createAccountService({ db, config, sessions, mailer });
+    const accounts = createAccountService({ db, config, sessions, mailer, events: app.metricEvents });
     const authorization = createAuthorizationService({ db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
@@ -119,7 +119,7 @@ export default fp(
       recovery,
       adminSetup: createAdminSetupService({ db, config, sessions }),
       authorization,
-      grants: createGrants({ db, issuer: createTokenIssuer({ config, keys }) }),
+      grants: createGrants({ db, issuer: createTokenIssuer({ config, keys }), events: app.metricEvents }),
       tokens: createTokenService({ db }),
       signingKeys,
       cleanup,
@@ -182,5 +182,5 @@ export default fp(
       await mailer.close();
     });
   },
-  { name: 'oidc-services', dependencies: ['db', 'services'] },
+  { name: 'oidc-services', dependencies: ['db', 'services', 'metrics'] },
 );

@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import type { AccountUser } from '../domain/user.js';
 import { AppError } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
+import type { MetricEvents } from '../metrics.js';
 import { verificationMail } from '../mail/templates.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, needsRehash, passwordLengthProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
@@ -33,7 +34,13 @@ export const INVALID_CREDENTIALS = new AppError(
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 
-export function createAccountService(deps: { db: Db; config: Config; sessions: SessionService; mailer: Mailer }) {
+export function createAccountService(deps: {
+  db: Db;
+  config: Config;
+  sessions: SessionService;
+  mailer: Mailer;
+  events: Pick<MetricEvents, 'signInFailed'>;
+}) {
   const { db, config } = deps;
 
   async function sendVerification(
@@ -125,6 +132,7 @@ export function createAccountService(deps: { db: Db; config: Config; sessions: S
           : await verifyAgainstDummy(input.password);
       if (!ok || !user) {
         await appendAuditEvent(db, { type: 'user.sign_in_failed', userId: user?.id ?? null, ip: meta.ip });
+        deps.events.signInFailed();
         throw INVALID_CREDENTIALS;
       }
       if (needsRehash(user.password_hash!)) {

@@ -14,6 +14,7 @@ import {
 } from '../oauth/grants/authorization-code.js';
 import type { GrantClient, GrantHandler, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
 import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
+import type { MetricEvents } from '../metrics.js';
 import type { TokenIssuer } from './token-issuer.js';
 
 export type Grant = (params: TokenParams, client: GrantClient) => Promise<TokenResponse>;
@@ -31,8 +32,13 @@ const codeRecord = (row: AuthorizationCodeRow): CodeRecord => ({
   expiresAt: new Date(row.expires_at),
 });
 
-export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string, Grant> {
-  const { db, issuer } = deps;
+export function createGrants(deps: {
+  db: Db;
+  issuer: TokenIssuer;
+  /** Told of each token response and each detected reuse (after its revocation committed). */
+  events: Pick<MetricEvents, 'tokensIssued' | 'reuseDetected'>;
+}): Map<string, Grant> {
+  const { db, issuer, events } = deps;
   const isUserActive = async (trx: Db, userId: string) => {
     const user = await findUserById(trx, userId);
     return Boolean(user && !user.disabled);
@@ -55,6 +61,7 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
           detail: { grantId: code.grantId },
         });
       });
+      events.reuseDetected('authorization_code');
     },
     // One statement: no transaction needed.
     issue: (code, options) =>
@@ -74,8 +81,9 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
 
   const refreshStore: RefreshTokenStore = {
     rotateIfCurrent: (tokenHash, clientId) => issuer.rotateCurrent(db, tokenHash, clientId),
-    withLockedToken: (tokenHash, work) =>
-      db.transaction().execute(async (trx) => {
+    withLockedToken: async (tokenHash, work) => {
+      let reused = false;
+      const result = await db.transaction().execute(async (trx) => {
         const row = await lockRefreshToken(trx, tokenHash);
         const token: LockedRefreshToken | undefined = row && {
           grantId: row.grant_id,
@@ -100,6 +108,7 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
               authTime: t.authTime,
             }),
           async revokeFamily(t) {
+            reused = true;
             await revokeGrant(trx, t.grantId);
             await appendAuditEvent(trx, {
               type: 'refresh_token.reuse_detected',
@@ -122,13 +131,20 @@ export function createGrants(deps: { db: Db; issuer: TokenIssuer }): Map<string,
               refresh: { kind: 'rotate', presentedHash: tokenHash, absoluteExpiresAt: t.absoluteExpiresAt },
             }),
         });
-      }),
+      });
+      if (reused) events.reuseDetected('refresh_token');
+      return result;
+    },
     respond: issuer.respond,
   };
 
   const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [
     handler.grantType,
-    (params, client) => handler.handle(params, client, store),
+    async (params, client) => {
+      const response = await handler.handle(params, client, store);
+      events.tokensIssued(handler.grantType);
+      return response;
+    },
   ];
   return new Map([bind(authorizationCodeGrant, codeStore), bind(refreshTokenGrant, refreshStore)]);
 }
