@@ -107,7 +107,7 @@ for (const name of ['oauth4webapi-browser', 'oidc-client-ts']) {
     t.match(html, `const IDP_URL = '${ctx.baseUrl}';`, 'the reader sets IDP_URL');
     const cdnUrls = [...html.matchAll(/https:\/\/cdn\.jsdelivr\.net\/[^'"]+/g)].map((m) => m[0]);
     t.ok(cdnUrls.length === 1 && CDN[cdnUrls[0]!], `imports one known CDN URL: ${cdnUrls}`);
-    const { file, pkg } = CDN[cdnUrls[0]!]!;
+    const { pkg } = CDN[cdnUrls[0]!]!;
     const installed = JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
     t.match(cdnUrls[0], `${pkg}@${installed.split('.')[0]}/`, 'the CDN URL names the major version tested here');
 
