@@ -6,6 +6,7 @@
 // workers keep dying at start), and on SIGTERM/SIGINT asks each worker to shut down gracefully and exits
 // when all have. Only worker 1 announces the first-admin setup link.
 import cluster, { type Worker } from 'node:cluster';
+import { relayClusterMetrics } from './cluster-metrics.js';
 import type { Config } from './config.js';
 import { type DatabaseHandle, migrateToLatest, openConfiguredDatabase } from './database.js';
 
@@ -53,9 +54,12 @@ export async function runPrimary(
   let stopping = false;
   const quickDeaths: number[] = [];
   const numbers = new Map<Worker, number>();
+  // METRICS=on: a scrape answered by one worker shows every worker's figures (src/cluster-metrics.ts).
+  const relay = config.metrics.enabled ? relayClusterMetrics(() => numbers.keys()) : undefined;
   const fork = (n: number) => {
     const worker = cluster.fork({ IDP_WORKER_NUMBER: String(n) });
     numbers.set(worker, n);
+    if (relay) worker.on('message', (message) => relay(worker, message));
     const started = Date.now();
     worker.on('exit', (code, signal) => {
       numbers.delete(worker);

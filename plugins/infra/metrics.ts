@@ -3,9 +3,11 @@
 // there is no route (/metrics is a 404 like any unknown path), no hook, and the services report to
 // no-ops: nothing is counted. Like /healthz it is not an /api route, so not in the OpenAPI document, and
 // no rate limit applies to it; it logs at warn only, so a scrape every few seconds adds no log lines.
+import cluster from 'node:cluster';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import { clusterMetricsWorker } from '../../src/cluster-metrics.js';
 import type { Config } from '../../src/config.js';
 import { createMetrics, type MetricEvents, NO_METRIC_EVENTS, UNMATCHED_ROUTE } from '../../src/metrics.js';
 
@@ -43,6 +45,10 @@ export default fp(
       done();
     });
 
+    // WORKERS > 1: whichever worker a scrape reaches answers with every worker's figures added up.
+    const siblings = config.workers > 1 && cluster.isWorker ? clusterMetricsWorker(metrics.registry) : undefined;
+    if (siblings) app.addHook('onClose', async () => siblings.stop());
+
     const expected = config.metrics.token === undefined ? undefined : digest(config.metrics.token);
     app.get('/metrics', { logLevel: 'warn' }, async (request, reply) => {
       reply.header('cache-control', 'no-store');
@@ -63,7 +69,7 @@ export default fp(
             });
         }
       }
-      const text = await metrics.registry.metrics();
+      const text = siblings ? await siblings.text() : await metrics.registry.metrics();
       return reply.header('content-type', metrics.registry.contentType).send(text);
     });
   },
