@@ -87,6 +87,8 @@ export const serverEnv = ({ port, origin, pool, adminToken }) => ({
   LOG_LEVEL: 'warn',
   // BENCH_WORKERS=N: our server as N processes (WORKERS, PostgreSQL only); CPU and RSS then sum the tree.
   ...(process.env.BENCH_WORKERS && { WORKERS: process.env.BENCH_WORKERS }),
+  // BENCH_METRICS=on: the Prometheus metrics on (METRICS), to measure what they cost.
+  ...(process.env.BENCH_METRICS && { METRICS: process.env.BENCH_METRICS }),
   // Load tests drive thousands of requests from one IP and one token: the limits would answer 429.
   RATE_LIMITS: 'off',
 });
