@@ -212,7 +212,7 @@ export async function prettyDestination(
     colorize,
     customColors: 'message:reset',
     singleLine: true,
-    ignore: 'time,level,pid,hostname,reqId,req,res,responseTime',
+    ignore: 'time,level,pid,hostname,reqId,traceId,req,res,responseTime',
     messageFormat: (log, _key, _label, { colors }) => prettyMessage(log, colors as unknown as Colors),
   });
   return {
