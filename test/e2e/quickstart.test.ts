@@ -20,12 +20,20 @@ const skip =
     ? false
     : 'set IDP_TEST_QUICKSTART=1 to run the README quick start from a clean clone (npm install, build: slow)';
 
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
 /** The quick start's first command, as the README shows it (without its comment). */
 function quickStartCommand(): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const block = /## Quick start\n[\s\S]*?```sh\n([^\n]*)\n/.exec(readme);
+  const block = /## Quick start\n[\s\S]*?```sh\n([^\n]*)\n/.exec(README);
   if (!block) throw new Error('README.md has no quick start block');
   return block[1]!.replace(/\s+#.*$/, '').trim();
+}
+
+/** The README's "To use the admin API, start with a token" command. */
+function adminTokenCommand(): string {
+  const block = /To use the admin API, start with a token:\n\n```sh\n([^\n]*)\n```/.exec(README);
+  if (!block) throw new Error('README.md has no admin-token start block');
+  return block[1]!.trim();
 }
 
 /** The environment of a new user's shell: none of the provider's settings, no test runner hooks. */
@@ -52,39 +60,45 @@ t.test(
 
     const port = await freePort();
     const base = `http://localhost:${port}`;
-    const started = Date.now();
-    const child = spawn('sh', ['-c', command], { cwd: clone, env: userEnv(port), detached: true });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
-    let done = false;
-    void exited.then(() => (done = true));
-    t.teardown(async () => {
-      // The whole group: sh, npm, the build and the server.
-      const group = (signal: NodeJS.Signals) => {
-        try {
-          process.kill(-child.pid!, signal);
-        } catch {}
+    /** Runs `command` in the clone as a shell would; resolves once /readyz answers 200 (or it exits). */
+    async function start(command: string) {
+      const started = Date.now();
+      const child = spawn('sh', ['-c', command], { cwd: clone, env: userEnv(port), detached: true });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+      let done = false;
+      void exited.then(() => (done = true));
+      // The whole group: sh, npm, the build and the server; SIGTERM first (a graceful shutdown).
+      const stop = async () => {
+        const group = (signal: NodeJS.Signals) => {
+          try {
+            process.kill(-child.pid!, signal);
+          } catch {}
+        };
+        if (!done) group('SIGTERM');
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+        group('SIGKILL');
       };
-      if (!done) group('SIGTERM');
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
-      group('SIGKILL');
-    });
-
-    // /readyz, within the install and the first build.
-    let ready = false;
-    while (!ready && !done && Date.now() - started < 420_000) {
-      ready = await fetch(`${base}/readyz`)
-        .then((r) => r.status === 200)
-        .catch(() => false);
-      if (!ready) await new Promise((resolve) => setTimeout(resolve, 1000));
+      t.teardown(stop);
+      let ready = false;
+      while (!ready && !done && Date.now() - started < 420_000) {
+        ready = await fetch(`${base}/readyz`)
+          .then((r) => r.status === 200)
+          .catch(() => false);
+        if (!ready) await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      return { ready, seconds: (Date.now() - started) / 1000, output: () => output, stop };
     }
-    if (!ready) {
-      t.fail('the server did not become ready', { output: output.slice(-4000) });
+
+    // Install, build, start; /readyz within the install and the first build.
+    const first = await start(command);
+    if (!first.ready) {
+      t.fail('the server did not become ready', { output: first.output().slice(-4000) });
       return;
     }
-    t.pass(`ready after ${Math.round((Date.now() - started) / 1000)} s`);
+    t.pass(`ready after ${Math.round(first.seconds)} s`);
     const readyz = (await (await fetch(`${base}/readyz`)).json()) as { database?: string };
     t.equal(readyz.database, 'pglite', 'the embedded database, nothing to set up');
     const welcome = await fetch(`${base}/`);
@@ -129,5 +143,20 @@ t.test(
     t.equal(res.status, 200);
     t.match(res.body, `Signed in as <strong>${email}</strong>`, 'signed in');
     t.match(res.body, /UserInfo/);
+
+    // Without ADMIN_API_TOKEN there is no admin API; the README's restart with a token enables it, and a
+    // restart with nothing changed skips the build.
+    t.equal((await fetch(`${base}/api/admin/applications`)).status, 404, 'no admin API without a token');
+    await first.stop();
+    const withToken = adminTokenCommand();
+    t.match(withToken, /^ADMIN_API_TOKEN=\$\(openssl rand -base64 32\) npm start$/, 'the README admin-token start');
+    const second = await start(withToken);
+    t.ok(second.ready, 'ready again', { output: second.output().slice(-4000) });
+    t.match(first.output(), /building \(/, 'the first start built');
+    t.notMatch(second.output(), /building \(/, `restarted without a build, in ${second.seconds.toFixed(1)} s`);
+    const admin = await fetch(`${base}/api/admin/applications`);
+    t.equal(admin.status, 401, 'the admin API exists and wants the token');
+    const demo = await fetch(`${base}/api/public/applications/demo`);
+    t.equal(demo.status, 200, 'the data survived the restart (./data)');
   },
 );
