@@ -161,3 +161,86 @@ for (const name of ['oauth4webapi-browser', 'oidc-client-ts']) {
     t.same(problems, [], 'no errors in the page');
   });
 }
+
+// Section 7's tables, answer by answer (what a client sees), so that the document cannot drift.
+t.test('the documented errors are what the server answers', async (t) => {
+  const authorize = (params: Record<string, string>, accept = 'text/html') =>
+    fetch(`${ctx.issuer}/oauth2/authorize?${new URLSearchParams(params)}`, { redirect: 'manual', headers: { accept } });
+  const good = {
+    client_id: 'my-app',
+    redirect_uri: `${env.APP_URL}/callback`,
+    response_type: 'code',
+    scope: 'openid',
+    state: 'st',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  };
+  const redirected = async (params: Record<string, string>) => {
+    const res = await authorize({ ...good, ...params });
+    t.equal(res.status, 303, `redirected: ${JSON.stringify(params)}`);
+    const location = new URL(res.headers.get('location')!);
+    t.equal(location.origin + location.pathname, `${env.APP_URL}/callback`);
+    t.equal(location.searchParams.get('state'), 'st');
+    t.equal(location.searchParams.get('iss'), ctx.issuer);
+    return location.searchParams.get('error');
+  };
+  t.equal((await authorize({ ...good, client_id: 'unknown' })).status, 400, 'unknown client: a 400 page');
+  const page = await authorize({ ...good, redirect_uri: `${env.APP_URL}/other` });
+  t.equal(page.status, 400, 'unregistered redirect URI: a 400 page');
+  t.match(page.headers.get('content-type'), /text\/html/);
+  t.equal((await authorize({ ...good, client_id: 'unknown' }, 'application/json')).status, 400, 'or JSON');
+  t.equal(await redirected({ code_challenge_method: 'plain' }), 'invalid_request');
+  t.equal(await redirected({ code_challenge: 'short' }), 'invalid_request');
+  t.equal(await redirected({ response_type: 'token' }), 'unsupported_response_type');
+  t.equal(await redirected({ scope: 'profile' }), 'invalid_scope', 'no openid');
+  t.equal(await redirected({ scope: 'openid admin' }), 'invalid_scope', 'an unknown scope');
+  t.equal(await redirected({ request: 'x' }), 'request_not_supported');
+  t.equal(await redirected({ prompt: 'none' }), 'login_required', 'prompt=none without a session');
+
+  const token = async (form: Record<string, string>, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${ctx.issuer}/oauth2/token`, { method: 'POST', body: new URLSearchParams(form), headers });
+    t.equal(res.headers.get('cache-control'), 'no-store');
+    return { status: res.status, error: ((await res.json()) as { error: string }).error };
+  };
+  const code = { grant_type: 'authorization_code', client_id: 'my-app', redirect_uri: good.redirect_uri };
+  const verifier = { code_verifier: 'a'.repeat(43) };
+  t.same(await token({ ...code, ...verifier }), { status: 400, error: 'invalid_request' }, 'no code');
+  t.same(await token({ ...code, ...verifier, code: 'nope' }), { status: 400, error: 'invalid_grant' }, 'bad code');
+  t.same(await token({ ...code, ...verifier, code: 'x', client_id: 'unknown' }), {
+    status: 401,
+    error: 'invalid_client',
+  });
+  t.same(await token({ ...code, ...verifier, code: 'x', client_secret: 's' }), {
+    status: 401,
+    error: 'invalid_client',
+  });
+  t.same(await token({ grant_type: 'password', client_id: 'my-app' }), {
+    status: 400,
+    error: 'unsupported_grant_type',
+  });
+  const refresh = { grant_type: 'refresh_token', client_id: 'my-app', refresh_token: 'nope' };
+  t.same(await token(refresh), { status: 400, error: 'invalid_grant' }, 'unknown refresh token');
+
+  for (const path of ['/api/auth/oauth2/userinfo', '/api/external/me']) {
+    const call = async (query = '', headers: Record<string, string> = {}) => {
+      const res = await fetch(`${ctx.baseUrl}${path}${query}`, { headers });
+      return {
+        status: res.status,
+        www: res.headers.get('www-authenticate'),
+        body: (await res.json()) as { error?: string },
+      };
+    };
+    t.same(await call(), { status: 401, www: 'Bearer', body: { error: 'UNAUTHORIZED' } }, `${path}: no header`);
+    t.same(
+      await call('', { authorization: 'Bearer nope' }),
+      { status: 401, www: 'Bearer error="invalid_token"', body: { error: 'UNAUTHORIZED' } },
+      `${path}: a bad token`,
+    );
+    const twice = await call('?access_token=nope', { authorization: 'Bearer nope' });
+    t.match(twice.www, /^Bearer error="invalid_request"/, `${path}: a token sent twice`);
+    t.same([twice.status, twice.body.error], path.endsWith('/me') ? [401, 'UNAUTHORIZED'] : [400, 'invalid_request']);
+  }
+  const unknownApp = await fetch(`${ctx.baseUrl}/api/public/applications/unknown`);
+  t.same([unknownApp.status, await unknownApp.json()], [404, { error: 'NOT_FOUND' }]);
+  t.ok(unknownApp.headers.get('x-request-id'), 'x-request-id on every answer');
+});
