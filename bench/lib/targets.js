@@ -19,6 +19,9 @@ import { FLOW_SCOPE, loginFlow } from './flows.js';
 
 export const USERS = Number(process.env.BENCH_VUS || 16);
 const PRELOAD = ['--import', './bench/lib/count-statements.js'];
+/** BENCH_CPU_PROF=DIR: our server writes V8 CPU profiles (one per thread, the PGlite worker's too) into DIR. */
+const cpuProfile = () =>
+  process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
 
 const OUR_PATHS = {
   authorize: '/api/auth/oauth2/authorize',
@@ -84,7 +87,7 @@ export async function startOurs(db) {
   const readyMs = await startProcess({
     name: 'server',
     label: `our server (${db})`,
-    args: [...PRELOAD, 'dist/src/cli.js', 'serve'],
+    args: [...PRELOAD, ...cpuProfile(), 'dist/src/cli.js', 'serve'],
     env,
     readyUrl: `${origin}/healthz`,
   });
