@@ -61,24 +61,34 @@ export interface BearerRow {
  * and, when it was issued in a browser session (not offline, by refresh), that session still live:
  * sign-out, session expiry (absolute or idle) and admin revocation end it.
  */
-// Fixed text (no query building per request), explicit columns (never `*`: a prepared statement must keep
-// its result shape across migrations). $1 the token hash, $2 the session idle timeout in seconds.
-const FIND_BEARER = `select t.token_hash, t.grant_id, t.client_id, t.user_id, t.scope, t.session_id, t.created_at,
+/**
+ * The bearer answer for the access tokens of `source` (a table or a CTE with access_tokens' columns,
+ * aliased t): token, user, application flag and how long the answer stays true, only while live.
+ * `idle` names the parameter holding the session idle timeout in seconds. Shared by the lookup below and
+ * by the statement that issues a token (db/repositories/issuance.ts), so both answer alike.
+ */
+export function bearerSelect(source: string, idle: string): string {
+  return `select t.token_hash, t.grant_id, t.client_id, t.user_id, t.scope, t.session_id, t.created_at,
   t.expires_at, t.revoked_at, u.id as u_id, u.email as u_email, u.email_verified as u_email_verified,
   u.name as u_name, u.given_name as u_given_name, u.family_name as u_family_name, u.picture as u_picture,
   u.permissions as u_permissions, u.disabled as u_disabled, a.enabled as app_enabled,
   (extract(epoch from least(t.expires_at, s.expires_at,
-    s.last_seen_at + make_interval(secs => $2::double precision)) - now()) * 1000)::float8 as live_ms
-from access_tokens t
+    s.last_seen_at + make_interval(secs => ${idle}::double precision)) - now()) * 1000)::float8 as live_ms
+from ${source} t
 join grants g on g.id = t.grant_id
 left join sessions s on s.id = t.session_id
 left join users u on u.id = t.user_id
 left join applications a on a.client_id = t.client_id
-where t.token_hash = $1::text and t.revoked_at is null and g.revoked_at is null and t.expires_at > now()
+where t.revoked_at is null and g.revoked_at is null and t.expires_at > now()
   and (t.session_id is null or (s.revoked_at is null and s.expires_at > now()
-    and s.last_seen_at > now() - make_interval(secs => $2::double precision)))`;
+    and s.last_seen_at > now() - make_interval(secs => ${idle}::double precision)))`;
+}
 
-type BearerQueryRow = AccessTokenRow & {
+// Fixed text (no query building per request), explicit columns (never `*`: a prepared statement must keep
+// its result shape across migrations). $1 the token hash, $2 the session idle timeout in seconds.
+const FIND_BEARER = `${bearerSelect('access_tokens', '$2')} and t.token_hash = $1::text`;
+
+export type BearerQueryRow = AccessTokenRow & {
   u_id: string | null;
   u_email: string | null;
   u_email_verified: boolean | null;
@@ -101,6 +111,11 @@ export async function findBearer(
   const query = CompiledQuery.raw(FIND_BEARER, [tokenHash, sessionIdleSeconds]) as CompiledQuery<BearerQueryRow>;
   const [row] = await executePrepared(db, 'idp_find_bearer', query);
   if (!row) return undefined;
+  return toBearerRow(row);
+}
+
+/** A row of bearerSelect as the bearer service takes it. */
+export function toBearerRow(row: BearerQueryRow): BearerRow {
   const {
     u_id,
     u_email,

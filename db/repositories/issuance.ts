@@ -5,6 +5,7 @@
 // PostgreSQL (parsed and planned once per connection, no query building per request).
 import { CompiledQuery } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
+import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
 
 function run<R>(db: Db, name: string, text: string, parameters: unknown[]): Promise<R[]> {
   return executePrepared(db, name, CompiledQuery.raw(text, parameters) as CompiledQuery<R>);
@@ -114,9 +115,12 @@ export interface TokenSet {
 const ACCESS = `access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
   values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz)
+  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at
 )`;
-const AUDIT = `insert into audit_events (type, user_id, client_id, detail)
-  values ($8::text, $4::text, $3::text, $9::jsonb)`;
+const AUDIT = `audit as (
+  insert into audit_events (type, user_id, client_id, detail)
+  values ($8::text, $4::text, $3::text, $9::jsonb)
+)`;
 const REFRESH = `refresh as (
   insert into refresh_tokens (id, token_hash, grant_id, client_id, user_id, scope, expires_at, absolute_expires_at)
   values ($10::text, $11::text, $2::text, $3::text, $4::text, $12::text, $13::timestamptz, $14::timestamptz)
@@ -126,12 +130,21 @@ const USED = `used as (
     successor_access_sealed = $17::text
   where token_hash = $15::text
 )`;
-const TOKENS_ONLY = `with ${ACCESS} ${AUDIT}`;
-const TOKENS_NEW = `with ${ACCESS}, ${REFRESH} ${AUDIT}`;
-const TOKENS_ROTATED = `with ${ACCESS}, ${REFRESH}, ${USED} ${AUDIT}`;
+// Each answers with the new access token as the bearer lookup would find it (the session idle timeout is the
+// last parameter), so that its first use on UserInfo or /api/external/* needs no round trip.
+const TOKENS_ONLY = `with ${ACCESS}, ${AUDIT} ${bearerSelect('access', '$10')}`;
+const TOKENS_NEW = `with ${ACCESS}, ${REFRESH}, ${AUDIT} ${bearerSelect('access', '$15')}`;
+const TOKENS_ROTATED = `with ${ACCESS}, ${REFRESH}, ${USED}, ${AUDIT} ${bearerSelect('access', '$18')}`;
 
-/** Records an access token, optionally a refresh token (new, or a rotation's successor) and the audit event. */
-export async function insertTokenSet(db: Db, set: TokenSet): Promise<void> {
+/**
+ * Records an access token, optionally a refresh token (new, or a rotation's successor) and the audit event;
+ * answers with the access token's bearer row (undefined when it is not live already, e.g. its session ended).
+ */
+export async function insertTokenSet(
+  db: Db,
+  set: TokenSet,
+  sessionIdleSeconds: number,
+): Promise<BearerRow | undefined> {
   const parameters: unknown[] = [
     set.accessHash,
     set.grantId,
@@ -144,12 +157,16 @@ export async function insertTokenSet(db: Db, set: TokenSet): Promise<void> {
     JSON.stringify(set.auditDetail),
   ];
   const refresh = set.refresh;
-  if (!refresh) return void (await run(db, 'idp_insert_tokens', TOKENS_ONLY, parameters));
+  const bearer = async (name: string, text: string) => {
+    const [row] = await run<BearerQueryRow>(db, name, text, [...parameters, sessionIdleSeconds]);
+    return row && toBearerRow(row);
+  };
+  if (!refresh) return bearer('idp_insert_tokens', TOKENS_ONLY);
   parameters.push(refresh.id, refresh.hash, refresh.scope, refresh.expiresAt, refresh.absoluteExpiresAt);
-  if (!refresh.rotated) return void (await run(db, 'idp_insert_tokens_refresh', TOKENS_NEW, parameters));
+  if (!refresh.rotated) return bearer('idp_insert_tokens_refresh', TOKENS_NEW);
   const { presentedHash, sealed, accessSealed } = refresh.rotated;
   parameters.push(presentedHash, sealed, accessSealed);
-  await run(db, 'idp_insert_tokens_rotated', TOKENS_ROTATED, parameters);
+  return bearer('idp_insert_tokens_rotated', TOKENS_ROTATED);
 }
 
 export interface Rotation {

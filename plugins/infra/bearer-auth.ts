@@ -10,7 +10,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
-import { type BearerAuth, createBearerService } from '../../src/services/bearer.js';
+import type { BearerAuth } from '../../src/services/bearer.js';
 
 export type { BearerAuth };
 
@@ -47,16 +47,10 @@ function tokenAlsoElsewhere(request: FastifyRequest): boolean {
 }
 
 export default fp(
-  async function bearerAuth(app: FastifyInstance, { config }: { config: Config }) {
+  async function bearerAuth(app: FastifyInstance, _options: { config: Config }) {
     app.decorateRequest('bearer', undefined);
-    const bearers = createBearerService({
-      db: app.db,
-      sessionIdleSeconds: config.ttl.sessionIdle,
-      staticApplications: app.staticApplications,
-      cacheSeconds: config.bearerCacheSeconds,
-    });
-    // Any revocation, user or application change, here or (by NOTIFY) elsewhere: drop every cached answer.
-    app.services.invalidation.on(() => bearers.invalidate());
+    // Created with the token issuer, which seeds its cache (plugins/infra/oidc-services.ts).
+    const bearers = app.services.bearers;
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
       // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.
@@ -105,5 +99,5 @@ export default fp(
       ),
     );
   },
-  { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit', 'cors'] },
+  { name: 'bearer-auth', dependencies: ['db', 'services', 'oidc-services', 'rate-limit', 'cors'] },
 );

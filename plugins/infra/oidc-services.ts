@@ -13,6 +13,7 @@ import { createAuthorizationService, type AuthorizationService } from '../../src
 import { createMailer, type Mailer } from '../../src/mail/mailer.js';
 import { createGrants, type Grant } from '../../src/services/grants.js';
 import { createTokenIssuer } from '../../src/services/token-issuer.js';
+import { type BearerService, createBearerService } from '../../src/services/bearer.js';
 import { createTokenService, type TokenService } from '../../src/services/tokens.js';
 import {
   createSigningKeyService,
@@ -37,6 +38,7 @@ interface SignInServices {
   /** The token endpoint's grants, by grant_type. */
   grants: Map<string, Grant>;
   tokens: TokenService;
+  bearers: BearerService;
   signingKeys: SigningKeyService;
   cleanup: CleanupJob;
   mailer: Mailer;
@@ -111,6 +113,19 @@ export default fp(
     const recovery = createRecoveryService({ db, config, mailer, log: app.log });
     // A password set by an operator (admin API, admin web) is announced like a completed reset.
     app.services.users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
+    // Bearer authentications (UserInfo, /api/external/*), cached; the token issuer seeds the cache.
+    const bearers = createBearerService({
+      db: app.db,
+      sessionIdleSeconds: config.ttl.sessionIdle,
+      staticApplications: app.staticApplications,
+      cacheSeconds: config.bearerCacheSeconds,
+    });
+    // Any revocation, user or application change, here or (by NOTIFY) elsewhere: drop every cached answer.
+    app.services.invalidation.on(() => bearers.invalidate());
+    // A rotation on another instance (NOTIFY, migration 0010), or notices missed: reload the signing keys.
+    app.services.invalidation.on((event) => {
+      if (event.kind === 'keys' || event.kind === 'reset') keys.invalidate();
+    });
     const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
     const added: SignInServices = {
       keys,
@@ -119,7 +134,8 @@ export default fp(
       recovery,
       adminSetup: createAdminSetupService({ db, config, sessions }),
       authorization,
-      grants: createGrants({ db, issuer: createTokenIssuer({ config, keys }), events: app.metricEvents }),
+      grants: createGrants({ db, issuer: createTokenIssuer({ config, keys, bearers }), events: app.metricEvents }),
+      bearers,
       tokens: createTokenService({ db }),
       signingKeys,
       cleanup,

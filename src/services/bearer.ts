@@ -12,8 +12,9 @@
 // such changes are rare next to bearer checks, and the claims served come from the cached user (an
 // e-mail or profile change drops them as well). The TTL bounds the delay when notices are lost (the
 // listener is down); see README, BEARER_CACHE_SECONDS.
-// Failures are not cached: a token issued a moment ago is a new hash and always reaches the database,
-// and a token that fails keeps failing for a reason the database still holds.
+// Failures are not cached: a token that fails keeps failing for a reason the database still holds. A token
+// is cached from the statement that issues it (issued()), read with the same joins and conditions as
+// findBearer, so the first UserInfo call after a token response costs no round trip.
 import type { Db } from '../../db/create-db.js';
 import { type BearerRow, findBearer } from '../../db/repositories/access-tokens.js';
 import type { ClaimSource } from '../oauth/claims.js';
@@ -52,7 +53,12 @@ export function createBearerService(deps: {
   async function lookup(tokenHash: string): Promise<BearerAuth | undefined> {
     const started = generation;
     const found = await findBearer(deps.db, tokenHash, deps.sessionIdleSeconds);
-    const auth = found && toAuth(tokenHash, found);
+    return found && remember(tokenHash, found, started);
+  }
+
+  /** Caches what a statement begun at generation `started` read, unless something changed since. */
+  function remember(tokenHash: string, found: BearerRow, started: number): BearerAuth | undefined {
+    const auth = toAuth(tokenHash, found);
     if (auth && cacheMs > 0 && started === generation && found.liveForMs > 0) {
       if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
       cache.set(tokenHash, { until: Date.now() + Math.min(cacheMs, found.liveForMs), auth });
@@ -92,6 +98,16 @@ export function createBearerService(deps: {
         cache.delete(tokenHash);
       }
       return lookup(tokenHash);
+    },
+    /** The cache's generation now: take it before a statement whose answer is given to issued(). */
+    generation: () => generation,
+    /**
+     * A token just issued, as the issuing statement read it (committed, not inside a transaction): its
+     * first use needs no lookup. `started` is generation() from before that statement: a drop since then
+     * (a revocation that statement may not have seen) keeps it out.
+     */
+    issued(token: string, found: BearerRow, started: number): void {
+      remember(hashToken(token), found, started);
     },
     /** Drops every cached authentication (something was revoked or changed). */
     invalidate() {

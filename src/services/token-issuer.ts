@@ -5,7 +5,7 @@
 // a signature.
 import { randomUUID } from 'node:crypto';
 import type { Db, Tx } from '../../db/create-db.js';
-import { findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
+import { type BearerRow, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
 import { insertTokenSet, rotateCurrentRefreshToken, type TokenSet } from '../../db/repositories/issuance.js';
 import { findRefreshTokenByHash } from '../../db/repositories/refresh-tokens.js';
 import type { Config } from '../config.js';
@@ -34,7 +34,13 @@ export interface IssueInput {
   refresh: { kind: 'none' } | { kind: 'new' } | { kind: 'rotate'; presentedHash: string; absoluteExpiresAt: Date };
 }
 
-export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
+/** The bearer cache, told about each access token issued outside a transaction (src/services/bearer.ts). */
+export interface IssuedTokenSink {
+  generation(): number;
+  issued(token: string, found: BearerRow, started: number): void;
+}
+
+export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearers?: IssuedTokenSink }) {
   const { config } = deps;
   const secretKey = config.secretKey!;
   const grace = config.ttl.refreshTokenGrace > 0;
@@ -74,20 +80,28 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore }) {
         };
       }
       const rotate = input.refresh.kind === 'rotate';
-      await insertTokenSet(db, {
-        accessHash: hashToken(accessToken),
-        grantId: input.grantId,
-        clientId: input.clientId,
-        userId: input.userId,
-        scope: input.scope,
-        sessionId: input.sessionId,
-        accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
-        auditType: rotate ? 'refresh_token.rotated' : 'token.issued',
-        auditDetail: rotate
-          ? { grantId: input.grantId, scope: input.scope }
-          : { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) },
-        refresh,
-      });
+      // Inside a transaction the row may yet roll back: only a committed statement's answer is cached.
+      const sink = db.isTransaction ? undefined : deps.bearers;
+      const started = sink?.generation() ?? 0;
+      const found = await insertTokenSet(
+        db,
+        {
+          accessHash: hashToken(accessToken),
+          grantId: input.grantId,
+          clientId: input.clientId,
+          userId: input.userId,
+          scope: input.scope,
+          sessionId: input.sessionId,
+          accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
+          auditType: rotate ? 'refresh_token.rotated' : 'token.issued',
+          auditDetail: rotate
+            ? { grantId: input.grantId, scope: input.scope }
+            : { grantId: input.grantId, scope: input.scope, refresh: Boolean(refreshToken) },
+          refresh,
+        },
+        config.ttl.sessionIdle,
+      );
+      if (sink && found) sink.issued(accessToken, found, started);
       return {
         accessToken,
         refreshToken,

@@ -403,3 +403,62 @@ t.test('which writes invalidate (the observer of the services database)', async 
   t.equal(kind(sql`delete from ${sql.table('grants')}`), 'reset', 'a table it cannot read: everything');
   t.equal(kind(sql`select 'delete me'`), 'reset', 'the word alone: everything');
 });
+
+t.test('a token response seeds the cache: the first use of the new access token needs no lookup', async (t) => {
+  const user = await newUser();
+  const { tokens } = await tokensOf(user, { scope: 'openid profile email' });
+  const bearers = app.services.bearers;
+  const cached = await me(tokens.access_token);
+  t.equal(cached.statusCode, 200);
+  // What the issuing statement read answers exactly as a lookup does.
+  bearers.invalidate();
+  const looked = await me(tokens.access_token);
+  t.same(looked.json(), cached.json(), 'the seeded answer is the lookup answer');
+  if (database.engine !== 'pglite') return; // raw SQL changes are announced on PostgreSQL
+  const fresh = await tokensOf(await newUser(), { scope: 'openid profile' });
+  await sql`update users set name = 'Behind the back'`.execute(database.db);
+  t.equal((await me(fresh.tokens.access_token)).json().name, 'Cached', 'never looked up: served from the seed');
+  bearers.invalidate();
+  t.equal((await me(fresh.tokens.access_token)).json().name, 'Behind the back', 'dropped like any entry');
+});
+
+t.test('a seed is not kept when the cache was dropped while the token was being issued', async (t) => {
+  if (database.engine !== 'pglite') {
+    t.pass('checked on PGlite (raw SQL changes are announced on PostgreSQL)');
+    return;
+  }
+  // The sink the token issuer calls, driven by hand: take the generation, then drop, then seed.
+  const bearers = app.services.bearers;
+  const { tokens } = await tokensOf(await newUser(), { scope: 'openid profile' });
+  bearers.invalidate();
+  const started = bearers.generation();
+  const { findBearer } = await import('../../db/repositories/access-tokens.js');
+  const found = await findBearer(
+    database.db,
+    (await import('../../src/oauth/tokens.js')).hashToken(tokens.access_token),
+    900,
+  );
+  t.ok(found, 'the token is live');
+  bearers.invalidate(); // a revocation committed while the statement ran
+  bearers.issued(tokens.access_token, found!, started);
+  await sql`update users set name = 'After the drop'`.execute(database.db);
+  t.equal((await me(tokens.access_token)).json().name, 'After the drop', 'not seeded: looked up');
+});
+
+t.test('a token issued inside a transaction (the locked refresh path) is not seeded', async (t) => {
+  if (database.engine !== 'pglite') {
+    t.pass('checked on PGlite (raw SQL changes are announced on PostgreSQL)');
+    return;
+  }
+  const { tokens } = await tokensOf(await newUser());
+  // Sending `scope` takes the locked path (a transaction) instead of the one-statement rotation.
+  const rotated = await tokenRequest(app, {
+    grant_type: 'refresh_token',
+    refresh_token: tokens.refresh_token!,
+    client_id: client.clientId,
+    scope: 'openid profile',
+  });
+  t.equal(rotated.statusCode, 200, rotated.body);
+  await sql`update users set name = 'Seen by a lookup'`.execute(database.db);
+  t.equal((await me(rotated.json().access_token)).json().name, 'Seen by a lookup', 'not seeded: looked up');
+});

@@ -16,7 +16,12 @@ const statics = parseStaticApplications(
   ],
   'static.json',
 );
-const { app, database } = await buildTestApp(t, { staticApplications: staticApplicationsFrom(statics, 'static.json') });
+// These tests fake expiry, revocation and impossible rows with raw SQL, which no invalidation announces: the
+// bearer cache is off so that every request asks the database (the cache: test/integration/bearer-cache.test.ts).
+const { app, database } = await buildTestApp(t, {
+  staticApplications: staticApplicationsFrom(statics, 'static.json'),
+  env: { BEARER_CACHE_SECONDS: '0' },
+});
 const actor = { actor: 'test' };
 const redirectUri = 'https://spa.example.com/cb';
 const spa = await app.services.applications.create(

@@ -4,7 +4,9 @@ import { buildTestApp } from '../helpers/app.js';
 import { obtainTokens, tokenRequest, userinfo } from '../helpers/flow.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 
-const { app, database } = await buildTestApp(t);
+// These tests fake expiry, revocation and impossible rows with raw SQL, which no invalidation announces: the
+// bearer cache is off so that every request asks the database (the cache: test/integration/bearer-cache.test.ts).
+const { app, database } = await buildTestApp(t, { env: { BEARER_CACHE_SECONDS: '0' } });
 const redirectUri = 'https://rp.example.com/cb';
 const client = await app.services.applications.create(
   { clientName: 'Revoke RP', redirectUris: [redirectUri] },

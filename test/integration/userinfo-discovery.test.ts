@@ -11,7 +11,9 @@ import { generateToken, hashToken } from '../../src/oauth/tokens.js';
 import { KeyStore } from '../../src/services/key-store.js';
 import { cookiesOf } from '../helpers/flow.js';
 
-const { app, database, config } = await buildTestApp(t);
+// These tests fake expiry, revocation and impossible rows with raw SQL, which no invalidation announces: the
+// bearer cache is off so that every request asks the database (the cache: test/integration/bearer-cache.test.ts).
+const { app, database, config } = await buildTestApp(t, { env: { BEARER_CACHE_SECONDS: '0' } });
 const actor = { actor: 'test' };
 const BASE_URL = 'http://localhost:3000';
 const ISSUER = `${BASE_URL}/api/auth`;
