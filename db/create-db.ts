@@ -34,6 +34,8 @@ export interface DatabaseHandle {
   location: string;
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+  /** PostgreSQL only: the connection pool (shared rate limits query it through rate-limiter-flexible). */
+  pool?: pg.Pool;
   /** PostgreSQL only: LISTEN on a channel (see listenPostgres). */
   listen?: (channel: string, handlers: ListenHandlers) => Listener;
   /** How busy the database is now (the metrics): PostgreSQL's pool, or PGlite's statement queue. */
@@ -107,6 +109,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       db,
       engine: 'postgres',
       location: describeDatabaseUrl(options.databaseUrl),
+      pool,
       listen: (channel, handlers) => listenPostgres(url, channel, handlers),
       stats: () => ({
         engine: 'postgres',

@@ -57,8 +57,8 @@ export interface Config {
   rateLimits: {
     enabled: boolean;
     rules: Record<RateLimitRule, RateLimitSetting>;
-    /** Windows kept in memory per rule (each rule has a store of its own). */
-    maxKeys: number;
+    /** Where the counts live for every instance: Redis/Valkey (else PostgreSQL or memory, src/rate-limit.ts). */
+    redisUrl: string | undefined;
     /** Per-account sign-in delays past SIGN_IN_EMAIL's free failures: first, doubling up to max. */
     signInDelay: { firstSeconds: number; maxSeconds: number };
   };
@@ -105,7 +105,14 @@ export class ConfigError extends Error {
   }
 }
 
-const SECRET_NAMES = new Set(['SECRET_KEY', 'ADMIN_API_TOKEN', 'DATABASE_URL', 'SMTP_URL', 'METRICS_TOKEN']);
+const SECRET_NAMES = new Set([
+  'SECRET_KEY',
+  'ADMIN_API_TOKEN',
+  'DATABASE_URL',
+  'SMTP_URL',
+  'METRICS_TOKEN',
+  'REDIS_URL',
+]);
 
 // Secrets are never echoed back, even in a configuration error.
 function shown(name: string, value: string | undefined): string | undefined {
@@ -304,7 +311,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     rateLimits: {
       enabled: parsed.RATE_LIMITS === 'on',
       rules,
-      maxKeys: parsed.RATE_LIMIT_MAX_KEYS,
+      redisUrl: parsed.REDIS_URL,
       signInDelay: { firstSeconds: parsed.SIGN_IN_DELAY_FIRST, maxSeconds: parsed.SIGN_IN_DELAY_MAX },
     },
     ttl: {

@@ -215,12 +215,14 @@ export const EnvSchema = Type.Object({
     description: 'on or off (off switches every rate limit off, for load tests and conformance runs)',
   }),
   ...rateLimitVariables(),
-  RATE_LIMIT_MAX_KEYS: Type.Integer({
-    minimum: 100,
-    maximum: 10_000_000,
-    default: 100_000,
-    description: 'a whole number from 100 to 10000000 (windows kept in memory per rate-limit rule)',
-  }),
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://',
+      description:
+        'a redis:// or rediss:// URL of a Redis or Valkey server that keeps the rate limits of every instance ' +
+        '(unset: in PostgreSQL with DATABASE_URL, else in memory)',
+    }),
+  ),
   SIGN_IN_DELAY_FIRST: Seconds(1, 'the first delay after the free failed sign-ins of an account'),
   SIGN_IN_DELAY_MAX: Seconds(60, 'the longest delay between failed sign-ins of an account'),
 });

@@ -1,152 +1,181 @@
-// Rate limiting on rate-limiter-flexible (decisions.md, Limits; issue 12 items 5-7).
+// Rate limiting on rate-limiter-flexible (decisions.md, Limits; issue 12 items 5-7; issue 16 part 4).
 //
-// Why the library, and why not its RateLimiterMemory: every rule speaks rate-limiter-flexible's
-// public API (consume, penalty, reward, get, delete), so moving the rules to its PostgreSQL or Redis
-// stores later is a constructor change. Its RateLimiterMemory cannot bound its memory, though: one
-// Map entry and one timer per key, no key limit, so a flood of distinct keys inside one window grows
-// without end. The library's documented extension point for stores is RateLimiterStoreAbstract
-// (_upsert/_get/_delete/_getRateLimiterRes, as RateLimiterRedis and RateLimiterPostgres implement
-// it, and its README asks of every store); BoundedMemoryStore below is such a store with a hard key
-// limit. Each rule gets a limiter with a store of its own, so a flood on one rule can only evict that
-// rule's windows, never another's.
+// Where the counts live decides whether N instances behind a load balancer share them:
+// - REDIS_URL set: Redis or Valkey (RateLimiterRedis over ioredis), shared by every instance;
+// - else DATABASE_URL: PostgreSQL (RateLimiterPostgres over the server's pg pool, in the rate_limits
+//   table of migration 0009), shared by every instance;
+// - else (the embedded database, one process): the process's memory (RateLimiterMemory).
+// Every rule is a limiter of its own under its own key prefix; semantics are the library's: a key's
+// window starts at its first hit and lasts `duration` seconds; over `points` a consume is refused and
+// the caller learns how long remains.
 //
-// Semantics are the library's: a key's window starts at its first hit and lasts `duration` seconds
-// (a fixed window); over `points` a consume is refused and the caller learns how long remains.
-// Counts are per process: with N instances behind a balancer the effective limit is up to N times higher.
-import { createRequire } from 'node:module';
+// When the shared store fails (Redis down, a PostgreSQL error or a full pool), every rule falls back
+// to the library's insuranceLimiter: an in-memory limiter with the same limit in this process. That is
+// deliberate, rule by rule, thinking like an attacker:
+// - failing open would make a store outage a free pass for password guessing (SIGN_IN_*,
+//   RESET_PASSWORD_IP) and for mail bombing a victim's inbox (SIGN_UP_EMAIL, RESET_REQUEST_*, RESEND_*);
+// - failing closed would let whoever can disturb the store lock every user out of signing in and stop
+//   every application's token and bearer calls (TOKEN*, AUTHORIZE, BEARER), a denial of service that
+//   the limits exist to prevent.
+// So every rule stays enforced, per instance, during an outage: the budget is at most N times the
+// configured one with N instances, never unlimited, and no request fails because of the store.
+//
+// Cost: a shared store is one round trip per counted request. Rules that only count (not the sign-in
+// rules, which give points back) block a key in this process's memory once it has used its budget
+// (inMemoryBlockOnConsumed), so a flood against one key costs the store one round trip per instance
+// and window, not one per request.
+import {
+  RateLimiterMemory,
+  RateLimiterPostgres,
+  RateLimiterRedis,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterRes } from 'rate-limiter-flexible';
+import { Redis } from 'ioredis';
+import type { DatabaseHandle } from './database.js';
 
-// The package declares RateLimiterStoreAbstract in its types (and its README names it as the class
-// every store extends) but does not export it from its index: load it from its file.
-const RateLimiterStoreAbstract = createRequire(import.meta.url)(
-  'rate-limiter-flexible/lib/RateLimiterStoreAbstract.js',
-) as typeof import('rate-limiter-flexible').RateLimiterStoreAbstract;
+export type Limiter = RateLimiterAbstract;
+export type RateLimitBackend = 'memory' | 'postgres' | 'redis';
 
-interface Entry {
-  points: number;
-  /** Epoch ms; 0 = never. */
-  expiresAt: number;
+export interface LimiterOptions {
+  /** Block a key in this process once its budget is used (only for rules that never give points back). */
+  blockInMemory?: boolean;
 }
 
-export interface StoreResult extends Entry {
-  isFirst: boolean;
+export interface RateLimitStore {
+  backend: RateLimitBackend;
+  /** Where the counts live, without credentials, for the log. */
+  location: string;
+  limiter(name: string, points: number, duration: number, options?: LimiterOptions): Limiter;
+  /** Resolves once the store answers (Redis: connected), or after timeoutMs (the insurance serves meanwhile). */
+  ready(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** The table of migration 0009. */
+export const RATE_LIMIT_TABLE = 'rate_limits';
+
+/**
+ * The key a shared store keeps for a rule's key: as it is when short and printable, else a hash
+ * (PostgreSQL text cannot hold NUL, which separates the TOKEN rule's client id and IP, and a long
+ * e-mail address need not be stored in full).
+ */
+export function storeKey(key: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
+  if (key.length <= 200 && !/[\u0000-\u001f\u007f]/.test(key)) return key;
+  return `#${createHash('sha256').update(key).digest('base64url')}`;
+}
+
+/** Makes a shared-store limiter keep storeKey(key) for every key it is given. */
+function withStoreKeys<L extends Limiter>(limiter: L): L {
+  const own = limiter as unknown as { getKey(key: string): string };
+  const getKey = own.getKey.bind(limiter);
+  own.getKey = (key: string) => getKey(storeKey(String(key)));
+  return limiter;
+}
+
+function describeRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return 'redis://<unparseable URL>';
+  }
 }
 
 /**
- * A Map of windows with a hard bound. Expired windows are dropped when read and by a periodic sweep;
- * past maxKeys the oldest window goes (Maps iterate in insertion order, and a window is re-inserted
- * whenever it restarts, so the first entry is the oldest). Eviction is O(1), so a flood costs no
- * more CPU per request than normal traffic; it can only make this rule forget its oldest counts.
+ * The store for this configuration. onError hears every failure of the shared store (the limiter
+ * then answers from its insurance); it is called at most once per failing operation.
  */
-export class BoundedMemoryStore {
-  private readonly entries = new Map<string, Entry>();
-  private readonly timer: NodeJS.Timeout | undefined;
-  readonly maxKeys: number;
-  readonly now: () => number;
+export function createRateLimitStore(options: {
+  redisUrl?: string | undefined;
+  database?: Pick<DatabaseHandle, 'pool'> | undefined;
+  onError?: (error: unknown) => void;
+}): RateLimitStore {
+  const onError = options.onError ?? (() => {});
+  const insured = (name: string, points: number, duration: number, blockInMemory = false) => ({
+    points,
+    duration,
+    keyPrefix: name,
+    insuranceLimiter: new RateLimiterMemory({ points, duration, keyPrefix: name }),
+    ...(blockInMemory ? { inMemoryBlockOnConsumed: points } : {}),
+  });
 
-  constructor(options: { maxKeys?: number; now?: () => number; sweepIntervalMs?: number } = {}) {
-    this.maxKeys = options.maxKeys ?? 100_000;
-    this.now = options.now ?? Date.now;
-    if (options.sweepIntervalMs !== 0) {
-      this.timer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 60_000);
-      this.timer.unref();
-    }
+  if (options.redisUrl) {
+    // enableOfflineQueue off: a command while disconnected fails at once (the insurance answers)
+    // instead of waiting for a reconnect, as the library's documentation advises.
+    const client = new Redis(options.redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      commandTimeout: 1000,
+    });
+    client.on('error', onError);
+    return {
+      backend: 'redis',
+      location: describeRedisUrl(options.redisUrl),
+      limiter: (name, points, duration, o) =>
+        withStoreKeys(
+          new RateLimiterRedis({
+            ...insured(`idp:rl:${name}`, points, duration, o?.blockInMemory),
+            storeClient: client,
+            rejectIfRedisNotReady: true,
+          }),
+        ),
+      async ready(timeoutMs = 5000) {
+        if (client.status === 'ready') return true;
+        return new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), timeoutMs);
+          client.once('ready', () => {
+            clearTimeout(timer);
+            resolve(true);
+          });
+        });
+      },
+      async close() {
+        client.disconnect();
+      },
+    };
   }
 
-  get size(): number {
-    return this.entries.size;
+  const pool = options.database?.pool;
+  if (pool) {
+    // The pool, behind a client that reports failures (the library swallows them into the insurance).
+    const client = {
+      query: (query: { name?: string; text: string; values?: unknown[] }) =>
+        pool.query(query).catch((error: unknown) => {
+          onError(error);
+          throw error;
+        }),
+    };
+    return {
+      backend: 'postgres',
+      location: `PostgreSQL table ${RATE_LIMIT_TABLE}`,
+      limiter: (name, points, duration, o) =>
+        withStoreKeys(
+          new RateLimiterPostgres({
+            ...insured(name, points, duration, o?.blockInMemory),
+            storeClient: client,
+            storeType: 'client',
+            tableName: RATE_LIMIT_TABLE,
+            tableCreated: true, // by migration 0009
+            clearExpiredByTimeout: false, // the clean-up job deletes expired windows
+          }),
+        ),
+      ready: async () => true,
+      async close() {},
+    };
   }
 
-  private live(key: string, now: number): Entry | undefined {
-    const entry = this.entries.get(key);
-    if (entry && entry.expiresAt !== 0 && entry.expiresAt <= now) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry;
-  }
-
-  /** Adds points to a live window, or starts a new one (forceExpire: always a new one). */
-  upsert(key: string, points: number, msDuration: number, forceExpire = false): StoreResult {
-    const now = this.now();
-    const existing = forceExpire ? undefined : this.live(key, now);
-    if (existing) {
-      existing.points += points;
-      return { ...existing, isFirst: false };
-    }
-    const entry = { points, expiresAt: msDuration > 0 ? now + msDuration : 0 };
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    while (this.entries.size > this.maxKeys) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
-    }
-    return { ...entry, isFirst: true };
-  }
-
-  get(key: string): Entry | null {
-    const entry = this.live(key, this.now());
-    return entry ? { ...entry } : null;
-  }
-
-  delete(key: string): boolean {
-    return this.entries.delete(key);
-  }
-
-  sweep(): void {
-    const now = this.now();
-    for (const [key, entry] of this.entries)
-      if (entry.expiresAt !== 0 && entry.expiresAt <= now) this.entries.delete(key);
-  }
-
-  clear(): void {
-    this.entries.clear();
-  }
-
-  close(): void {
-    if (this.timer) clearInterval(this.timer);
-  }
-}
-
-/** A rate-limiter-flexible limiter over a BoundedMemoryStore of its own. */
-export class BoundedMemoryLimiter extends RateLimiterStoreAbstract {
-  readonly store: BoundedMemoryStore;
-
-  constructor(options: {
-    points: number;
-    duration: number;
-    maxKeys?: number;
-    now?: () => number;
-    sweepIntervalMs?: number;
-  }) {
-    const store = new BoundedMemoryStore(options);
-    super({ points: options.points, duration: options.duration, keyPrefix: '', storeClient: store });
-    this.store = store;
-  }
-
-  // The store contract of RateLimiterStoreAbstract (called by consume, penalty, reward, get, set, block, delete).
-  _upsert(rlKey: string, points: number, msDuration: number, forceExpire = false): Promise<StoreResult> {
-    return Promise.resolve(this.store.upsert(rlKey, points, msDuration, forceExpire));
-  }
-
-  _get(rlKey: string): Promise<StoreResult | null> {
-    const entry = this.store.get(rlKey);
-    return Promise.resolve(entry ? { ...entry, isFirst: false } : null);
-  }
-
-  _delete(rlKey: string): Promise<boolean> {
-    return Promise.resolve(this.store.delete(rlKey));
-  }
-
-  _getRateLimiterRes(_rlKey: string, _changedPoints: number, result: StoreResult): RateLimiterRes {
-    const msBeforeNext = result.expiresAt === 0 ? -1 : Math.max(0, result.expiresAt - this.store.now());
-    return new RateLimiterRes(Math.max(this.points - result.points, 0), msBeforeNext, result.points, result.isFirst);
-  }
-
-  close(): void {
-    this.store.close();
-  }
+  return {
+    backend: 'memory',
+    location: 'this process (embedded database: one instance)',
+    limiter: (name, points, duration) => new RateLimiterMemory({ points, duration, keyPrefix: name }),
+    ready: async () => true,
+    async close() {},
+  };
 }
 
 /** Whole seconds until a refused key may try again (for Retry-After), at least 1. */

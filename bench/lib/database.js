@@ -91,4 +91,26 @@ export const serverEnv = ({ port, origin, pool, adminToken }) => ({
   ...(process.env.BENCH_METRICS && { METRICS: process.env.BENCH_METRICS }),
   // Load tests drive thousands of requests from one IP and one token: the limits would answer 429.
   RATE_LIMITS: 'off',
+  // BENCH_RATE_LIMITS=on: every rule counts (in PostgreSQL, or REDIS_URL's store when BENCH_REDIS_URL is
+  // set) with limits too high to refuse anything, to measure what counting costs.
+  ...(process.env.BENCH_RATE_LIMITS === 'on' && benchRateLimits()),
+  ...(process.env.BENCH_REDIS_URL && { REDIS_URL: process.env.BENCH_REDIS_URL }),
 });
+
+const RATE_LIMIT_RULE_NAMES = [
+  'TOKEN',
+  'TOKEN_IP',
+  'AUTHORIZE',
+  'SIGN_IN_IP',
+  'SIGN_IN_EMAIL',
+  'SIGN_IN_DEVICE',
+].concat(
+  ['SIGN_UP_IP', 'SIGN_UP_EMAIL', 'RESEND_IP', 'RESEND_ACCOUNT', 'RESET_REQUEST_IP', 'RESET_REQUEST_EMAIL'],
+  ['RESET_REQUEST_EMAIL_DAY', 'RESET_PASSWORD_IP', 'BEARER'],
+);
+function benchRateLimits() {
+  return {
+    RATE_LIMITS: 'on',
+    ...Object.fromEntries(RATE_LIMIT_RULE_NAMES.map((rule) => [`RATE_LIMIT_${rule}`, '9999999/60'])),
+  };
+}

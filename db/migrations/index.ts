@@ -9,6 +9,8 @@ import * as m0005 from './0005-admin.js';
 import * as m0006 from './0006-request-binding.js';
 import * as m0007 from './0007-verification-address.js';
 import * as m0008 from './0008-invalidation-notices.js';
+import * as m0009 from './0009-rate-limits.js';
+import * as m0010 from './0010-key-notices.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -19,6 +21,8 @@ export const migrations: Record<string, Migration> = {
   '0006-request-binding': m0006,
   '0007-verification-address': m0007,
   '0008-invalidation-notices': m0008,
+  '0009-rate-limits': m0009,
+  '0010-key-notices': m0010,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,8 +1,8 @@
 // Rate limits of the abuse-prone endpoints (decisions.md, Limits): await app.rateLimit(reply, rule, key)
 // counts one hit and, over the limit, answers 429 with Retry-After through the route's own error
 // format (AppError JSON, the OAuth body, or an HTML page). RATE_LIMITS=off turns every rule off.
-// Each rule has a limiter and a bounded store of its own (src/rate-limit.ts): a flood of keys on one
-// rule can never evict another rule's windows.
+// Each rule has a limiter of its own; the counts live in Redis (REDIS_URL), PostgreSQL (DATABASE_URL)
+// or memory (the embedded database), shared by every instance in the first two (src/rate-limit.ts).
 //
 // Sign-in (app.signInLimits.attempt) is special (issue 12, item 5; OWASP ASVS 5.0 V6.3, the OWASP
 // authentication cheat sheet): nobody may lock a chosen account out.
@@ -24,7 +24,14 @@ import type { Config, RateLimitRule } from '../../src/config.js';
 import { RATE_LIMIT_RULES } from '../../src/config.js';
 import { createDeviceCookies, DEVICE_COOKIE_MAX_AGE_SECONDS } from '../../src/device-cookie.js';
 import { AppError } from '../../src/errors.js';
-import { BoundedMemoryLimiter, emailKey, ipKey, retryAfterSeconds } from '../../src/rate-limit.js';
+import {
+  createRateLimitStore,
+  emailKey,
+  ipKey,
+  type Limiter,
+  type RateLimitStore,
+  retryAfterSeconds,
+} from '../../src/rate-limit.js';
 
 export class RateLimitError extends AppError {
   constructor(
@@ -59,33 +66,55 @@ declare module 'fastify' {
       key: string,
       message?: (seconds: number) => string,
     ): Promise<void>;
-    /** One limiter (and store) per rule. */
-    rateLimiters: Record<RateLimitRule, BoundedMemoryLimiter>;
+    /** One limiter per rule. */
+    rateLimiters: Record<RateLimitRule, Limiter>;
+    /** Where the limiters count. */
+    rateLimitStore: RateLimitStore;
     signInLimits: SignInLimits;
   }
 }
 
 export default fp(
   async function rateLimitPlugin(app: FastifyInstance, { config }: { config: Config }) {
-    const { enabled, rules, maxKeys, signInDelay } = config.rateLimits;
+    const { enabled, rules, redisUrl, signInDelay } = config.rateLimits;
     if (!enabled) {
       app.log.warn(
         'RATE LIMITS ARE OFF (RATE_LIMITS=off): sign-in, password reset and token endpoints are open to brute force. ' +
           'Use this only for load tests and conformance runs.',
       );
     }
+    // A failing store is reported at most once a minute; the limiters answer from memory meanwhile.
+    let lastReport = 0;
+    const store = createRateLimitStore({
+      redisUrl: enabled ? redisUrl : undefined,
+      database: enabled ? app.database : undefined,
+      onError(error) {
+        if (Date.now() - lastReport < 60_000) return;
+        lastReport = Date.now();
+        app.log.error(
+          { err: error, rateLimitStore: store.location },
+          'rate-limit store failed; each instance counts in its own memory until it answers again',
+        );
+      },
+    });
+    // Rules whose points are given back (sign-in) must not be blocked in memory.
+    const givesBack = new Set<RateLimitRule>(['SIGN_IN_EMAIL', 'SIGN_IN_DEVICE']);
     const limiters = Object.fromEntries(
       (Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]).map((rule) => [
         rule,
-        new BoundedMemoryLimiter({ points: rules[rule].limit, duration: rules[rule].windowSeconds, maxKeys }),
+        store.limiter(rule, rules[rule].limit, rules[rule].windowSeconds, { blockInMemory: !givesBack.has(rule) }),
       ]),
-    ) as Record<RateLimitRule, BoundedMemoryLimiter>;
+    ) as Record<RateLimitRule, Limiter>;
     // The open delay of each account: one slot, taken for the length of the delay it opens.
-    const delays = new BoundedMemoryLimiter({ points: 1, duration: signInDelay.maxSeconds, maxKeys });
+    const delays = store.limiter('SIGN_IN_DELAY', 1, signInDelay.maxSeconds);
     app.decorate('rateLimiters', limiters);
-    app.addHook('onClose', async () => {
-      for (const limiter of [...Object.values(limiters), delays]) limiter.close();
-    });
+    app.decorate('rateLimitStore', store);
+    if (enabled) {
+      if (!(await store.ready()))
+        app.log.warn({ rateLimitStore: store.location }, 'rate-limit store not reachable yet');
+      app.log.info({ rateLimitStore: store.location }, 'rate limits counted in %s', store.backend);
+    }
+    app.addHook('onClose', () => store.close());
 
     function refuse(reply: FastifyReply, rule: string, seconds: number, message?: (seconds: number) => string): never {
       reply.header('retry-after', String(seconds));
@@ -95,7 +124,7 @@ export default fp(
 
     /** consume() that answers a refusal with the RateLimiterRes (never throws it). */
     async function consume(
-      limiter: BoundedMemoryLimiter,
+      limiter: Limiter,
       key: string,
       options?: { customDuration: number },
     ): Promise<RateLimiterRes | undefined> {
@@ -136,7 +165,7 @@ export default fp(
       const device = devices.read(request.cookies[cookieName]);
 
       // Whose budget this attempt spends: the trusted browser's, or the account's.
-      let counted: { limiter: BoundedMemoryLimiter; key: string } | undefined;
+      let counted: { limiter: Limiter; key: string } | undefined;
       if (device?.tags.includes(tag)) {
         const key = `${device.nonce}:${tag}`;
         if (!(await consume(limiters.SIGN_IN_DEVICE, key))) counted = { limiter: limiters.SIGN_IN_DEVICE, key };

@@ -26,12 +26,16 @@ export const INVALIDATION_CHANNEL = APPLICATIONS_CHANNEL;
  * client-id alphabet, so it cannot be an application's client id (the payload of application changes).
  */
 export const ACCESS_PAYLOAD = ':access';
+/** The payload of signing-key changes (migration 0010's trigger): every key store reloads. */
+export const KEYS_PAYLOAD = ':keys';
 
 export type InvalidationEvent =
   /** An application changed (clientId undefined: any of them may have). */
   | { kind: 'application'; clientId?: string | undefined }
   /** A token, grant or session ended, or a user changed: authentications may be stale. */
   | { kind: 'access' }
+  /** The signing keys changed (a rotation, possibly on another instance): reload them. */
+  | { kind: 'keys' }
   /** Notices may have been missed (the listener (re)connected): drop everything. */
   | { kind: 'reset' };
 
@@ -55,6 +59,7 @@ export function createInvalidationBus(): InvalidationBus {
 /** A notice from another instance, by its payload: an application's client id, or a kind. */
 export function eventOfPayload(payload: string): InvalidationEvent {
   if (payload === ACCESS_PAYLOAD) return { kind: 'access' };
+  if (payload === KEYS_PAYLOAD) return { kind: 'keys' };
   if (payload === '' || payload.startsWith(':')) return { kind: 'reset' };
   return { kind: 'application', clientId: payload };
 }

@@ -1,27 +1,25 @@
-// The rate-limit building blocks on an injected clock: BoundedMemoryLimiter (rate-limiter-flexible over a
-// bounded store of its own) keeps fixed windows that start at a key's first hit, with Retry-After values
-// and independent keys; each limiter's memory is bounded on its own, so a flood on one rule cannot evict
-// another rule's windows; ipKey keys IPv6 by /64; device cookies are signed and name accounts by tag.
+// The rate-limit building blocks: createRateLimitStore picks where the counts live (Redis with
+// REDIS_URL, PostgreSQL with a pool, else memory) and every limiter keeps fixed windows through
+// rate-limiter-flexible; a failing shared store falls back to an in-memory count per process (never
+// open, never closed); rules that never give points back block a spent key in memory, so a flood
+// costs the store one round trip per window; ipKey keys IPv6 by /64; device cookies are signed.
+// The PostgreSQL store is exercised here over a small in-memory stand-in for the pool (the real one in
+// test/integration/multi-instance.test.ts).
 import t from 'tap';
-import { RateLimiterRes } from 'rate-limiter-flexible';
-import { BoundedMemoryLimiter, BoundedMemoryStore, emailKey, ipKey, retryAfterSeconds } from '../../src/rate-limit.js';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type pg from 'pg';
+import {
+  createRateLimitStore,
+  emailKey,
+  ipKey,
+  type Limiter,
+  retryAfterSeconds,
+  storeKey,
+} from '../../src/rate-limit.js';
 import { createDeviceCookies, DEVICE_COOKIE_MAX_ACCOUNTS } from '../../src/device-cookie.js';
 
-function clock(start = 1_700_000_000_000) {
-  let now = start;
-  return {
-    now: () => now,
-    advance: (ms: number) => {
-      now += ms;
-    },
-  };
-}
-
-const limiter = (c: ReturnType<typeof clock>, points: number, duration: number, maxKeys?: number) =>
-  new BoundedMemoryLimiter({ points, duration, now: c.now, sweepIntervalMs: 0, ...(maxKeys && { maxKeys }) });
-
 /** One consume, as the plugin does it: allowed or not, hits left, seconds to wait. */
-async function hit(l: BoundedMemoryLimiter, key: string) {
+async function hit(l: Limiter, key: string) {
   try {
     const res = await l.consume(key);
     return { allowed: true, remaining: res.remainingPoints, retryAfterSeconds: retryAfterSeconds(res) };
@@ -30,182 +28,134 @@ async function hit(l: BoundedMemoryLimiter, key: string) {
     return { allowed: false, remaining: error.remainingPoints, retryAfterSeconds: retryAfterSeconds(error) };
   }
 }
-const allowed = async (l: BoundedMemoryLimiter, key: string) => (await hit(l, key)).allowed;
 
-t.test('counts hits up to the limit, then refuses', async (t) => {
-  const c = clock();
-  const l = limiter(c, 3, 60);
-  const results = [];
-  for (let i = 0; i < 5; i++) results.push(await hit(l, 'k'));
-  t.same(
-    results.map((r) => r.allowed),
-    [true, true, true, false, false],
-  );
-  t.same(
-    results.map((r) => r.remaining),
-    [2, 1, 0, 0, 0],
-  );
-  t.equal(l.store.size, 1);
-  const one = limiter(c, 1, 10);
-  t.same([await allowed(one, 'x'), await allowed(one, 'x')], [true, false], 'a limit of one');
+/**
+ * A stand-in for pg.Pool answering RateLimiterPostgres's upsert like PostgreSQL would (the window's
+ * points and expiry), counting the queries; `down` makes every query fail like a lost server.
+ */
+function fakePool() {
+  const rows = new Map<string, { points: number; expire: number | null }>();
+  const state = { queries: 0, down: false };
+  const pool = {
+    async query(q: { text: string; values?: unknown[] }) {
+      state.queries++;
+      if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      const [key, points, expire, now] = q.values as [string, number, number | null, number];
+      // PostgreSQL's text cannot hold NUL.
+      if (key.includes('\u0000')) throw new Error('invalid byte sequence for encoding "UTF8": 0x00');
+      if (/^\s*delete/i.test(q.text)) return { rowCount: rows.delete(key) ? 1 : 0, rows: [] };
+      if (!/insert into/i.test(q.text)) {
+        const row = rows.get(key);
+        return { rows: row && (row.expire === null || row.expire > (points as unknown as number)) ? [row] : [] };
+      }
+      const row = rows.get(key);
+      const next =
+        !row || (row.expire !== null && row.expire <= now)
+          ? { points, expire }
+          : { points: row.points + points, expire: row.expire };
+      rows.set(key, next);
+      return { rows: [next] };
+    },
+  };
+  return { pool: pool as unknown as pg.Pool, state, rows };
+}
+
+t.test('the store: Redis with REDIS_URL, else PostgreSQL with a pool, else memory', async (t) => {
+  const memory = createRateLimitStore({});
+  t.equal(memory.backend, 'memory');
+  t.ok(memory.limiter('A', 1, 60) instanceof RateLimiterMemory);
+
+  const { pool } = fakePool();
+  const postgres = createRateLimitStore({ database: { pool } });
+  t.equal(postgres.backend, 'postgres');
+  t.ok(postgres.limiter('A', 1, 60) instanceof RateLimiterPostgres);
+
+  // Port 1 is closed: the client keeps trying in the background; closing it stops that.
+  const redis = createRateLimitStore({ redisUrl: 'redis://user:secret@127.0.0.1:1/3', database: { pool } });
+  t.equal(redis.backend, 'redis', 'REDIS_URL wins over the database');
+  t.ok(redis.limiter('A', 1, 60) instanceof RateLimiterRedis);
+  t.equal(redis.location, 'redis://127.0.0.1:1/3', 'no credentials in the location');
+  t.equal(await redis.ready(200), false, 'not ready when nothing listens');
+  await redis.close();
 });
 
-t.test('the window is fixed from the first hit and resets when it has passed', async (t) => {
-  const c = clock();
-  const l = limiter(c, 2, 60);
-  t.ok(await allowed(l, 'k'));
-  c.advance(30_000);
-  t.ok(await allowed(l, 'k'));
-  c.advance(29_999);
-  t.notOk(await allowed(l, 'k'), 'still the first window 1 ms before its end');
-  c.advance(1);
-  const fresh = await hit(l, 'k');
-  t.ok(fresh.allowed, 'a new window exactly 60 s after the first hit');
-  t.equal(fresh.remaining, 1, 'counting from one again');
-  t.equal(fresh.retryAfterSeconds, 60, 'the new window starts now');
-  t.ok(await allowed(l, 'k'));
-  t.notOk(await allowed(l, 'k'), 'and it is limited again after two');
-  // Refused hits do not extend the window: it still ends 60 s after its own first hit.
-  c.advance(59_000);
-  t.notOk(await allowed(l, 'k'));
-  c.advance(1_000);
-  t.ok(await allowed(l, 'k'), 'hammering while limited does not push the end back');
-});
-
-t.test('retryAfterSeconds: whole seconds to the end of the window, at least 1', async (t) => {
-  const c = clock();
-  const l = limiter(c, 1, 60);
-  const seen: number[] = [];
-  seen.push((await hit(l, 'k')).retryAfterSeconds); // t = 0
-  c.advance(500);
-  seen.push((await hit(l, 'k')).retryAfterSeconds); // 59.5 s left → 60
-  c.advance(10_000);
-  seen.push((await hit(l, 'k')).retryAfterSeconds); // 49.5 s left → 50
-  c.advance(39_500);
-  seen.push((await hit(l, 'k')).retryAfterSeconds); // 10 s left → 10
-  c.advance(9_900);
-  seen.push((await hit(l, 'k')).retryAfterSeconds); // 0.1 s left → 1
-  t.same(seen, [60, 60, 50, 10, 1]);
-  c.advance(100);
-  const next = await hit(l, 'k');
-  t.ok(next.allowed, 'the window is over');
-  t.equal(next.retryAfterSeconds, 60);
-
-  const long = limiter(c, 1, 900);
-  await hit(long, 'r');
-  c.advance(60_000);
-  const refused = await hit(long, 'r');
-  t.notOk(refused.allowed);
-  t.equal(refused.retryAfterSeconds, 840, 'a 15-minute window');
-  for (const r of [refused, next]) t.ok(Number.isInteger(r.retryAfterSeconds));
-});
-
-t.test('keys are independent, each with its own window', async (t) => {
-  const c = clock();
-  const l = limiter(c, 1, 60);
-  await hit(l, 'a');
-  t.notOk(await allowed(l, 'a'), 'a is limited');
-  t.ok(await allowed(l, 'b'), 'b is not');
-  t.ok(await allowed(l, 'A'), 'keys are compared exactly');
-  c.advance(30_000);
-  t.equal((await hit(l, 's')).retryAfterSeconds, 60, 's has a window of its own, from its own first hit');
-  c.advance(30_000);
-  t.ok(await allowed(l, 'a'), 'a is free again after 60 s');
-  t.notOk(await allowed(l, 's'), 'while s is still in its window');
-  t.equal(l.store.size, 4);
-  l.store.clear();
-  t.equal(l.store.size, 0);
-  t.ok(await allowed(l, 's'), 'clear forgets every count');
-});
-
-t.test(
-  'penalty and reward move the count without refusing; customDuration gives a window its own length',
-  async (t) => {
-    const c = clock();
-    const l = limiter(c, 2, 60);
-    t.equal((await l.penalty('k')).consumedPoints, 1);
-    t.equal((await l.penalty('k')).consumedPoints, 2);
-    t.equal((await l.reward('k')).consumedPoints, 1, 'a reward gives a point back');
-    t.ok(await allowed(l, 'k'));
-    t.notOk(await allowed(l, 'k'));
-    const slot = limiter(c, 1, 60);
-    t.ok((await slot.consume('d', 1, { customDuration: 4 })).msBeforeNext === 4000, 'a 4 s window');
-    c.advance(3_000);
-    const busy = await hit(slot, 'd');
-    t.notOk(busy.allowed);
-    t.equal(busy.retryAfterSeconds, 1);
-    c.advance(1_000);
-    t.ok(await allowed(slot, 'd'), 'free after its own 4 s');
-  },
-);
-
-t.test('maxKeys bounds each store: expired windows go first, then the oldest', async (t) => {
-  const c = clock();
-  const l = limiter(c, 1, 60, 3);
-  let largest = 0;
-  for (let i = 0; i < 1000; i++) {
-    await hit(l, `flood-${i}`);
-    largest = Math.max(largest, l.store.size);
+t.test('counts hits up to the limit, then refuses with the time left; keys and rules are independent', async (t) => {
+  for (const store of [createRateLimitStore({}), createRateLimitStore({ database: fakePool() })]) {
+    const l = store.limiter('RULE', 3, 60);
+    const results = [];
+    for (let i = 0; i < 5; i++) results.push(await hit(l, 'k'));
+    t.same(
+      results.map((r) => [r.allowed, r.remaining]),
+      [
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+        [false, 0],
+      ],
+      store.backend,
+    );
+    t.ok(
+      results.every((r) => r.retryAfterSeconds >= 59 && r.retryAfterSeconds <= 60),
+      'Retry-After: the window left',
+    );
+    t.ok((await hit(l, 'other')).allowed, 'another key has its own window');
+    t.ok((await hit(store.limiter('OTHER', 3, 60), 'k')).allowed, 'another rule has its own windows');
   }
-  t.equal(largest, 3, 'never more than maxKeys windows');
-  t.equal(l.store.size, 3);
-  t.notOk(await allowed(l, 'flood-999'), 'the newest keys are kept');
-  t.ok(await allowed(l, 'flood-0'), 'the oldest were dropped (their counts forgotten)');
-
-  const d = clock();
-  const sweeping = new BoundedMemoryStore({ now: d.now, sweepIntervalMs: 0, maxKeys: 3 });
-  sweeping.upsert('short', 1, 1_000);
-  sweeping.upsert('live-1', 1, 60_000);
-  sweeping.upsert('live-2', 1, 60_000);
-  d.advance(2_000);
-  sweeping.upsert('new', 1, 60_000);
-  t.equal(sweeping.size, 3);
-  t.same(
-    ['live-1', 'live-2', 'new'].map((k) => sweeping.get(k)?.points),
-    [1, 1, 1],
-    'the expired window made room; the live ones stayed',
-  );
-  t.equal(sweeping.get('short'), null);
 });
 
-t.test(
-  "a flood of junk keys on one rule cannot evict another rule's exhausted window; memory per rule stays bounded",
-  async (t) => {
-    const c = clock();
-    const token = limiter(c, 3, 60, 100);
-    const tokenIp = limiter(c, 1_000_000, 60, 100);
-    for (let i = 0; i < 3; i++) t.ok(await allowed(token, 'real-client\u0000198.51.100.7'));
-    t.notOk(await allowed(token, 'real-client\u0000198.51.100.7'), "the real client's window is exhausted");
-    for (let i = 0; i < 5_000; i++) await hit(tokenIp, `junk-${i}`);
-    t.equal(tokenIp.store.size, 100, 'the flooded rule keeps at most its own maxKeys windows');
-    t.equal(token.store.size, 1, "the other rule's store is untouched");
-    t.notOk(await allowed(token, 'real-client\u0000198.51.100.7'), 'and its exhausted window still refuses');
-  },
-);
+t.test('a failing shared store: every rule still counts, in this process, and the failure is reported', async (t) => {
+  const { pool, state } = fakePool();
+  const errors: unknown[] = [];
+  const store = createRateLimitStore({ database: { pool }, onError: (e) => errors.push(e) });
+  const l = store.limiter('SIGN_IN_IP', 2, 60, { blockInMemory: true });
+  const rewarding = store.limiter('SIGN_IN_EMAIL', 2, 60);
+  state.down = true;
+  const seen = [await hit(l, 'ip'), await hit(l, 'ip'), await hit(l, 'ip')].map((r) => r.allowed);
+  t.same(seen, [true, true, false], 'not open: the limit holds from memory');
+  await rewarding.penalty('a@example.com');
+  await rewarding.reward('a@example.com');
+  t.ok((await hit(rewarding, 'a@example.com')).allowed, 'not closed: nobody is locked out by the outage');
+  t.ok(errors.length >= 3, 'each failed query is reported');
+  state.down = false;
+  t.ok((await hit(l, 'fresh')).allowed, 'the store answers again');
+});
 
-t.test('sweep drops expired windows and keeps live ones; a timer sweeps on its own; close() stops it', async (t) => {
-  const c = clock();
-  const store = new BoundedMemoryStore({ now: c.now, sweepIntervalMs: 0 });
-  store.upsert('ten', 1, 10_000);
-  store.upsert('sixty', 1, 60_000);
-  c.advance(9_999);
-  store.sweep();
-  t.equal(store.size, 2, 'nothing has expired yet');
-  c.advance(1);
-  store.sweep();
-  t.equal(store.size, 1, 'the 10 s window is gone');
+t.test('blockInMemory: a spent key costs the store nothing more until its window ends', async (t) => {
+  const { pool, state } = fakePool();
+  const store = createRateLimitStore({ database: { pool } });
+  const blocking = store.limiter('A', 3, 60, { blockInMemory: true });
+  for (let i = 0; i < 10; i++) await hit(blocking, 'k');
+  t.equal(state.queries, 3, 'three counted, seven refused from memory');
+  const counting = store.limiter('B', 3, 60);
+  state.queries = 0;
+  for (let i = 0; i < 10; i++) await hit(counting, 'k');
+  t.equal(state.queries, 10, 'without it every hit asks the store');
+  await blocking.delete('k');
+  t.ok((await hit(blocking, 'k')).allowed, 'delete() lifts the block too');
+});
 
-  const timed = new BoundedMemoryStore({ now: c.now, sweepIntervalMs: 10 });
-  t.teardown(() => timed.close());
-  timed.upsert('a', 1, 1_000);
-  c.advance(1_000);
-  for (let i = 0; i < 150 && timed.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
-  t.equal(timed.size, 0, 'expired windows were swept by the timer');
-  timed.close();
-  timed.upsert('b', 1, 1_000);
-  c.advance(1_000);
-  await new Promise((r) => setTimeout(r, 50));
-  t.equal(timed.size, 1, 'no sweep after close');
+t.test('storeKey: shared stores keep short printable keys as they are, others hashed', async (t) => {
+  t.equal(storeKey('203.0.113.7'), '203.0.113.7');
+  const token = storeKey('client-1\u0000203.0.113.7');
+  t.match(token, /^#[A-Za-z0-9_-]{43}$/, 'the TOKEN rule key (NUL-separated) is hashed');
+  t.not(token, storeKey('client-1\u0000203.0.113.8'));
+  t.match(storeKey(`${'a'.repeat(250)}@example.com`), /^#/, 'a long key is hashed');
+
+  const { pool, rows } = fakePool();
+  const errors: unknown[] = [];
+  const l = createRateLimitStore({ database: { pool }, onError: (e) => errors.push(e) }).limiter('TOKEN', 1, 60);
+  t.ok((await hit(l, 'client-1\u0000203.0.113.7')).allowed);
+  t.notOk((await hit(l, 'client-1\u0000203.0.113.7')).allowed, 'counted in the store');
+  t.same(errors, [], 'the store took the key');
+  t.same([...rows.keys()], [`TOKEN:${token}`]);
+});
+
+t.test('retryAfterSeconds: whole seconds, at least 1', async (t) => {
+  t.equal(retryAfterSeconds(new RateLimiterRes(0, 59_500)), 60);
+  t.equal(retryAfterSeconds(new RateLimiterRes(0, 100)), 1);
+  t.equal(retryAfterSeconds(new RateLimiterRes(0, 0)), 1);
+  t.equal(retryAfterSeconds(new RateLimiterRes(0, 840_000)), 840);
 });
 
 t.test('emailKey: one key for every spelling that finds the same account', async (t) => {
