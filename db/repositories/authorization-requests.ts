@@ -51,13 +51,17 @@ export async function recordRequestSignIn(
   return Number(r.numUpdatedRows) > 0;
 }
 
-/** Records who consented on a pending request, and to which scopes. */
+/**
+ * Records who consented on a pending request, and to which scopes (always the request's own): once per
+ * user, so of the same consent posted twice at once only the first counts (issue 16, part 2).
+ */
 export async function recordRequestConsent(db: Db, id: string, userId: string, scopes: string[]): Promise<boolean> {
   const r = await db
     .updateTable('authorization_requests')
     .set({ consent_given_at: sql`now()`, consent_user_id: userId, consent_scopes: JSON.stringify(scopes) })
     .where('id', '=', id)
     .where('completed_at', 'is', null)
+    .where('consent_user_id', 'is distinct from', userId)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
