@@ -109,7 +109,7 @@ export async function startOurs(db) {
     clientId,
     paths: OUR_PATHS,
   };
-  return { target, users, readyMs, process: 'server', dbName: run.dbName, stmtFile, client };
+  return { target, users, readyMs, process: 'server', dbName: run.dbName, stmtFile, client, adminToken };
 }
 
 /** The bodies the bare server answers with: our server's, for user 0 (one sign-in, unmeasured). */
