@@ -25,6 +25,7 @@ import { RATE_LIMIT_RULES } from '../../src/config.js';
 import { createDeviceCookies, DEVICE_COOKIE_MAX_AGE_SECONDS } from '../../src/device-cookie.js';
 import { AppError } from '../../src/errors.js';
 import {
+  chunkFor,
   createRateLimitStore,
   emailKey,
   ipKey,
@@ -102,7 +103,11 @@ export default fp(
     const limiters = Object.fromEntries(
       (Object.keys(RATE_LIMIT_RULES) as RateLimitRule[]).map((rule) => [
         rule,
-        store.limiter(rule, rules[rule].limit, rules[rule].windowSeconds, { blockInMemory: !givesBack.has(rule) }),
+        store.limiter(rule, rules[rule].limit, rules[rule].windowSeconds, {
+          blockInMemory: !givesBack.has(rule),
+          // Busy rules (BEARER, TOKEN_IP) take their points from a shared store several at a time.
+          chunk: givesBack.has(rule) ? 1 : chunkFor(rules[rule].limit),
+        }),
       ]),
     ) as Record<RateLimitRule, Limiter>;
     // The open delay of each account: one slot, taken for the length of the delay it opens.

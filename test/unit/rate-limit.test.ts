@@ -135,6 +135,46 @@ t.test('blockInMemory: a spent key costs the store nothing more until its window
   t.ok((await hit(blocking, 'k')).allowed, 'delete() lifts the block too');
 });
 
+t.test('chunk: points taken from the store a chunk at a time, never more than the limit in all', async (t) => {
+  const { pool, state } = fakePool();
+  // Two instances on one store.
+  const [a, b] = [0, 1].map(() =>
+    createRateLimitStore({ database: { pool } }).limiter('BEARER', 100, 60, { chunk: 4, blockInMemory: true }),
+  );
+  const allowed = [0, 0];
+  for (let i = 0; i < 130; i++) if ((await hit(i % 3 ? a! : b!, 'token')).allowed) allowed[i % 3 ? 0 : 1]!++;
+  t.equal(allowed[0]! + allowed[1]!, 100, 'exactly the limit over both instances (no chunk left unused here)');
+  t.ok(state.queries <= 28, `${state.queries} round trips for 130 hits (25 chunks, then blocked in memory)`);
+
+  // Chunks that do not divide the limit: the last points are still handed out, never one more.
+  const { pool: pool2 } = fakePool();
+  const c = createRateLimitStore({ database: { pool: pool2 } }).limiter('X', 10, 60, { chunk: 4, blockInMemory: true });
+  const seen = [];
+  for (let i = 0; i < 14; i++) seen.push((await hit(c, 'k')).allowed);
+  t.equal(seen.filter(Boolean).length, 10, 'ten of fourteen allowed');
+  t.same(seen.slice(10), [false, false, false, false], 'then refused');
+
+  // Concurrent hits on one key wait for the reservation under way instead of each making one.
+  const { pool: pool4, state: state4 } = fakePool();
+  const f = createRateLimitStore({ database: { pool: pool4 } }).limiter('Z', 1000, 60, { chunk: 10 });
+  const burst = await Promise.all(Array.from({ length: 50 }, () => hit(f, 'k')));
+  t.ok(
+    burst.every((r) => r.allowed),
+    'fifty at once, all allowed',
+  );
+  t.equal(state4.queries, 5, 'five reservations of ten for fifty concurrent hits');
+
+  // An instance that reserved and stopped: the other may be refused early, never late.
+  const { pool: pool3 } = fakePool();
+  const [d, e] = [0, 1].map(() =>
+    createRateLimitStore({ database: { pool: pool3 } }).limiter('Y', 8, 60, { chunk: 4 }),
+  );
+  t.ok((await hit(d!, 'k')).allowed, 'd takes a chunk of 4 and spends 1');
+  let byE = 0;
+  for (let i = 0; i < 8; i++) if ((await hit(e!, 'k')).allowed) byE++;
+  t.equal(byE, 4, 'e gets the other chunk only: 5 of 8 used, 3 held by d');
+});
+
 t.test('storeKey: shared stores keep short printable keys as they are, others hashed', async (t) => {
   t.equal(storeKey('203.0.113.7'), '203.0.113.7');
   const token = storeKey('client-1\u0000203.0.113.7');
