@@ -1,5 +1,5 @@
-import { Migrator, sql, type MigrationResult } from 'kysely';
-import { migrationProvider } from './migrations/index.js';
+import { Migrator, sql, type MigrationResult, type Migration, type MigrationResultSet } from 'kysely';
+import { migrationProvider, migrations } from './migrations/index.js';
 import type { Db } from './create-db.js';
 
 export class MigrationError extends Error {
@@ -15,15 +15,54 @@ export class MigrationError extends Error {
 
 // Kysely looks for its migration tables in every schema unless told which one: with several schemas in one
 // database (one per tenant or per test file) it would find another schema's lock table. Pin it to ours.
-async function createMigrator(db: Db): Promise<Migrator> {
+async function createMigrator(db: Db, known = migrations): Promise<Migrator & { schema: string }> {
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-  return new Migrator({ db, provider: migrationProvider, migrationTableSchema: rows[0]?.schema ?? 'public' });
+  const schema = rows[0]?.schema ?? 'public';
+  const provider = known === migrations ? migrationProvider : { getMigrations: async () => known };
+  return Object.assign(new Migrator({ db, provider, migrationTableSchema: schema }), { schema });
 }
 
-/** Applies every pending migration (Kysely takes a lock, so concurrent starts are safe). */
-export async function migrateToLatest(db: Db): Promise<MigrationResult[]> {
-  const migrator = await createMigrator(db);
-  const { error, results = [] } = await migrator.migrateToLatest();
+async function hasTable(db: Db, schema: string): Promise<boolean> {
+  const { rows } = await sql`select 1 from information_schema.tables
+    where table_schema = ${schema} and table_name = 'kysely_migration'`.execute(db);
+  return rows.length > 0;
+}
+
+/** Applied migrations that this release does not know: a newer release has upgraded the database. */
+async function appliedByNewerRelease(db: Db, schema: string, known: Record<string, Migration>): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`select name from ${sql.table(`${schema}.kysely_migration`)}`.execute(db);
+  return rows.map((r) => r.name).filter((name) => !(name in known));
+}
+
+/**
+ * Applies every pending migration (Kysely takes a lock, so concurrent starts are safe). An instance of an
+ * older release that starts while a rollout is under way finds the database already upgraded by a newer
+ * one: migrations are additive, so it runs on it unchanged (Kysely alone would refuse to start).
+ * `known` is the release's migration set (the upgrade test passes an older release's).
+ */
+export async function migrateToLatest(db: Db, known = migrations): Promise<MigrationResult[]> {
+  const migrator = await createMigrator(db, known);
+  if (await hasTable(db, migrator.schema)) {
+    const newer = await appliedByNewerRelease(db, migrator.schema, known);
+    if (newer.length) {
+      const pending = (await migrator.getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
+      if (pending.length === 0 && newer.every((name) => Object.keys(known).every((k) => k < name))) return [];
+      throw new MigrationError(
+        `The database has migrations this release does not know (${newer.join(', ')})` +
+          (pending.length ? ` and lacks some it needs (${pending.join(', ')})` : ''),
+        [],
+      );
+    }
+  }
+  return checked(await migrator.migrateToLatest());
+}
+
+/** Applies the pending migrations up to and including `name` (the upgrade test stops at each one). */
+export async function migrateUpTo(db: Db, name: string): Promise<MigrationResult[]> {
+  return checked(await (await createMigrator(db)).migrateTo(name));
+}
+
+function checked({ error, results = [] }: MigrationResultSet): MigrationResult[] {
   if (error) {
     const failed = results.find((r) => r.status === 'Error');
     const reason = error instanceof Error ? error.message : String(error);
