@@ -16,7 +16,12 @@ import { errorPage, messagePage } from '../pages/hosted.js';
 
 export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply;
 
-const statusOf = (error: unknown): number => (error as { statusCode?: number }).statusCode ?? 500;
+// PostgreSQL text cannot hold U+0000 (22021; 22P05 for a character the encoding lacks): input carrying one is
+// malformed (never stored, never equal to anything stored), a 400 in each family's shape, not a server error.
+const isUnstorableText = (error: unknown): boolean =>
+  ['22021', '22P05'].includes(String((error as { code?: unknown }).code));
+const statusOf = (error: unknown): number =>
+  (error as { statusCode?: number }).statusCode ?? (isUnstorableText(error) ? 400 : 500);
 const isValidation = (error: unknown): boolean => Boolean((error as { validation?: unknown }).validation);
 
 /** Any error thrown in a protocol endpoint, as the OAuthError to answer with. */
@@ -167,6 +172,13 @@ export function externalErrors(): ErrorHandler {
   return (error, request, reply) => {
     if (error instanceof AppError) return noStoreJson(reply, error.statusCode, error.toJSON());
     if (statusOf(error) < 500 && isValidation(error)) return reply.code(400).send({ error: 'BAD_REQUEST' });
+    // A body Fastify refused before the route (an empty or malformed JSON body on the CORS preflight, one
+    // too large, an unknown type): its own 4xx in the first-party shape, never a 500.
+    const status = statusOf(error);
+    if (status >= 400 && status < 500) {
+      const code = status === 413 ? 'PAYLOAD_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'BAD_REQUEST';
+      return noStoreJson(reply, status, { error: code });
+    }
     request.log.error({ err: error }, 'unexpected error in the external API');
     return noStoreJson(reply, 500, { error: 'INTERNAL_ERROR' });
   };
@@ -191,7 +203,10 @@ export function firstPartyJsonErrors(o: { bodyLimit: number }): ErrorHandler {
   return (error, request, reply) => {
     if (error instanceof AppError) return reply.code(error.statusCode).send(error.toJSON());
     if (error.validation) return reply.code(400).send(validationError(validationDetails(error)).toJSON());
-    const status = error.statusCode ?? 500;
+    const status = statusOf(error);
+    if (isUnstorableText(error)) {
+      return reply.code(400).send({ error: 'BAD_REQUEST', message: 'The request contains a NUL character' });
+    }
     if (status === 413) {
       const message = `The body is larger than ${o.bodyLimit} bytes`;
       return reply.code(413).send({ error: 'PAYLOAD_TOO_LARGE', message });
