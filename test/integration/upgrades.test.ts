@@ -549,6 +549,20 @@ for (const stop of names.slice(0, -1)) {
       t.equal(claims.nonce, 'nonce-before-upgrade');
     }
 
+    // Links mailed before the upgrade still work.
+    const verified = await app.inject({
+      method: 'GET',
+      url: `/login/verify-email/confirm?token=${secret.verification}`,
+    });
+    t.equal(verified.headers.location, 'https://rp.example.com/welcome', 'a verification link of before verifies');
+    const dave = await db.selectFrom('users').select('email_verified').where('id', '=', 'u-dave').executeTakeFirst();
+    t.equal(dave?.email_verified, true);
+    if (has('password_reset_tokens')) {
+      const reset = await app.inject({ method: 'GET', url: `/login/reset-password?token=${secret.reset}` });
+      t.equal(reset.statusCode, 200, 'a reset link of before opens the reset form');
+      t.match(reset.body, /autocomplete="new-password"/);
+    }
+
     // The session cookie of before: signed in, and single sign-on with the remembered consent.
     const session = { 'idp.session': secret.session };
     t.equal((await app.inject({ method: 'GET', url: '/login/', cookies: session })).statusCode, 200, 'session cookie');
