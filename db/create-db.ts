@@ -68,6 +68,12 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL only: run every connection with this search_path (one schema per test file). */
   searchPath?: string | undefined;
+  /**
+   * PostgreSQL only: the server cancels a statement after this many ms (statement_timeout; 0 = never), and
+   * the client gives up on an answer 5 s later (query_timeout: a connection whose server went silent).
+   * Default 30 s: far above any statement on the request path, short enough that no request hangs.
+   */
+  statementTimeoutMs?: number | undefined;
 }
 
 export function describeDatabaseUrl(url: string): string {
@@ -90,11 +96,18 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 export async function createDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   let closed = false;
   if (options.databaseUrl) {
+    const statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 5000,
       idleTimeoutMillis: 30000,
+      // Fail fast, never hang (README, "When PostgreSQL is down"): connecting gives up after 5 s (above),
+      // a statement after statementTimeoutMs; dead peers are noticed by TCP keep-alive.
+      keepAlive: true,
+      ...(statementTimeoutMs > 0
+        ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + 5000 }
+        : {}),
       ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
     });
     // An idle client losing its server must not crash the process; the next query reports it.

@@ -21,6 +21,8 @@ export interface Config {
   adminUrl: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** PostgreSQL's statement_timeout in seconds (0: none); the client waits 5 s more (db/create-db.ts). */
+  databaseStatementTimeout: number;
   /** Server processes sharing the port (node:cluster); more than 1 only on PostgreSQL. */
   workers: number;
   /** A directory, or IN_MEMORY (DATA_DIR=:memory:): the embedded database in memory, nothing on disk. */
@@ -282,6 +284,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     adminUrl: stripSlash(parsed.ADMIN_URL ?? `${baseUrl}/admin`),
     databaseUrl: parsed.DATABASE_URL,
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
+    databaseStatementTimeout: parsed.DATABASE_STATEMENT_TIMEOUT,
     workers: parsed.WORKERS,
     dataDir:
       parsed.DATA_DIR === IN_MEMORY || isAbsolute(parsed.DATA_DIR) ? parsed.DATA_DIR : resolve(cwd, parsed.DATA_DIR),

@@ -24,7 +24,11 @@ export function refuseInMemory(config: Config, purpose: string): void {
 
 export async function openConfiguredDatabase(config: Config, purpose: string): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
-    return createDatabase({ databaseUrl: config.databaseUrl, poolSize: config.databasePoolSize });
+    return createDatabase({
+      databaseUrl: config.databaseUrl,
+      poolSize: config.databasePoolSize,
+      statementTimeoutMs: config.databaseStatementTimeout * 1000,
+    });
   }
   if (isInMemory(config)) {
     refuseInMemory(config, purpose);

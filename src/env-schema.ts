@@ -85,6 +85,12 @@ export const EnvSchema = Type.Object({
     }),
   ),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'an integer 1-200' }),
+  DATABASE_STATEMENT_TIMEOUT: Type.Integer({
+    minimum: 0,
+    maximum: 86400,
+    default: 30,
+    description: 'a whole number of seconds from 0 to 86400 after which PostgreSQL cancels a statement (0: never)',
+  }),
   WORKERS: Type.Integer({
     minimum: 1,
     maximum: 64,

@@ -6,11 +6,17 @@
 //  - userinfoErrors / externalErrors / publicErrors: third-party JSON; nothing internal leaks.
 //  - hostedPageErrors / adminPageErrors: HTML pages of the login and admin web.
 // An OAuthError's `error_description` is public; its `detail` (which may quote the request) only goes to
-// the log. Anything unexpected is logged and answered as a bare server error.
+// the log. Anything unexpected is logged and answered as a bare server error, except a database that does
+// not answer (src/database-unavailable.ts): 503 with Retry-After, in each family's shape.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { AppError, validationError, type FieldProblem } from '../../src/errors.js';
 import { describeSchemaErrors } from '../../src/validate.js';
+import {
+  DATABASE_RETRY_AFTER_SECONDS,
+  describeUnavailable,
+  isDatabaseUnavailable,
+} from '../../src/database-unavailable.js';
 import { sendPage } from '../pages/kit.js';
 import { errorPage, messagePage } from '../pages/hosted.js';
 
@@ -24,9 +30,21 @@ const statusOf = (error: unknown): number =>
   (error as { statusCode?: number }).statusCode ?? (isUnstorableText(error) ? 400 : 500);
 const isValidation = (error: unknown): boolean => Boolean((error as { validation?: unknown }).validation);
 
+const UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable; try again shortly';
+
+/** The database does not answer: logs it once, sets Retry-After and no-store; the caller answers 503. */
+function databaseUnavailable(error: unknown, request: FastifyRequest, reply: FastifyReply): boolean {
+  if (!isDatabaseUnavailable(error)) return false;
+  request.log.warn({ database: describeUnavailable(error) }, 'database unavailable: answered 503');
+  reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS)).header('cache-control', 'no-store');
+  return true;
+}
+
 /** Any error thrown in a protocol endpoint, as the OAuthError to answer with. */
 export function toOAuthError(error: FastifyError | OAuthError, request: FastifyRequest): OAuthError {
   if (error instanceof OAuthError) return error;
+  // Logged and given its Retry-After by the caller (databaseUnavailable).
+  if (isDatabaseUnavailable(error)) return new OAuthError('temporarily_unavailable', UNAVAILABLE_MESSAGE);
   // Rate limits (Retry-After is already set): a 429 with the RFC body.
   if (error instanceof AppError && error.statusCode === 429) {
     return new OAuthError('temporarily_unavailable', error.message, { status: 429 });
@@ -71,18 +89,24 @@ export function renderAuthorizeError(
   loginPath: string,
 ) {
   logDetail(request, error);
-  const status = error.statusCode === 500 || error.statusCode === 429 ? error.statusCode : 400;
+  const status = [500, 503, 429].includes(error.statusCode) ? error.statusCode : 400;
   if (wantsJson(request)) return reply.code(status).header('cache-control', 'no-store').send(error.toJSON());
   const page = errorPage({ loginPath, error: error.error, description: error.error_description });
   return sendPage(reply, page, status);
 }
 
 export function oauthJsonErrors(): ErrorHandler {
-  return (error, request, reply) => sendOAuthJson(reply, toOAuthError(error, request));
+  return (error, request, reply) => {
+    databaseUnavailable(error, request, reply);
+    return sendOAuthJson(reply, toOAuthError(error, request));
+  };
 }
 
 export function authorizeErrors(loginPath: string): ErrorHandler {
-  return (error, request, reply) => renderAuthorizeError(request, reply, toOAuthError(error, request), loginPath);
+  return (error, request, reply) => {
+    databaseUnavailable(error, request, reply);
+    return renderAuthorizeError(request, reply, toOAuthError(error, request), loginPath);
+  };
 }
 
 const notRight = (loginPath: string, message: string) =>
@@ -111,6 +135,9 @@ function pageErrors(o: {
       return sendPage(reply, o.oauth(error), error.statusCode >= 500 ? 500 : 400);
     }
     if (error instanceof AppError) return sendPage(reply, o.appError(error), error.statusCode);
+    if (databaseUnavailable(error, request, reply)) {
+      return sendPage(reply, o.message('Temporarily unavailable', 'Please try again in a moment.'), 503);
+    }
     const status = statusOf(error);
     // A body Fastify refused (too large, not a form): its own status, never a 500.
     if (status === 413 || status === 415) {
@@ -145,6 +172,9 @@ export function adminPageErrors(messagePage: (title: string, message: string, li
   });
 }
 
+/** The first-party shape (and the external and public APIs'), as while the server drains. */
+const serviceUnavailable = { error: 'SERVICE_UNAVAILABLE', message: UNAVAILABLE_MESSAGE };
+
 const noStoreJson = (reply: FastifyReply, status: number, body: unknown) =>
   reply.code(status).header('cache-control', 'no-store').send(body);
 
@@ -161,6 +191,9 @@ export function userinfoErrors(): ErrorHandler {
             ? 'send no body, or an application/x-www-form-urlencoded one'
             : 'the request is malformed';
       return noStoreJson(reply, status, { error: 'invalid_request', error_description: description });
+    }
+    if (databaseUnavailable(error, request, reply)) {
+      return reply.code(503).send({ error: 'temporarily_unavailable', error_description: UNAVAILABLE_MESSAGE });
     }
     request.log.error({ err: error }, 'unexpected error in userinfo');
     return noStoreJson(reply, 500, { error: 'INTERNAL_ERROR' });
@@ -179,6 +212,7 @@ export function externalErrors(): ErrorHandler {
       const code = status === 413 ? 'PAYLOAD_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'BAD_REQUEST';
       return noStoreJson(reply, status, { error: code });
     }
+    if (databaseUnavailable(error, request, reply)) return reply.code(503).send(serviceUnavailable);
     request.log.error({ err: error }, 'unexpected error in the external API');
     return noStoreJson(reply, 500, { error: 'INTERNAL_ERROR' });
   };
@@ -187,6 +221,7 @@ export function externalErrors(): ErrorHandler {
 /** /api/public/*: the routes answer every expected case themselves. */
 export function publicErrors(): ErrorHandler {
   return (error, request, reply) => {
+    if (databaseUnavailable(error, request, reply)) return reply.code(503).send(serviceUnavailable);
     request.log.error({ err: error }, 'unexpected error in a public endpoint');
     return noStoreJson(reply, 500, { error: 'INTERNAL_ERROR' });
   };
@@ -216,6 +251,7 @@ export function firstPartyJsonErrors(o: { bodyLimit: number }): ErrorHandler {
       const invalidJson = error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError;
       return reply.code(status).send({ error: invalidJson ? 'INVALID_JSON' : 'BAD_REQUEST', message: error.message });
     }
+    if (databaseUnavailable(error, request, reply)) return reply.code(503).send(serviceUnavailable);
     request.log.error({ err: error }, 'unexpected error');
     return reply.code(500).send({ error: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
   };

@@ -32,6 +32,8 @@ export interface IssueInput {
   nonce?: string | null;
   /** No refresh token; a new family member (code grant with offline_access); or a rotation. */
   refresh: { kind: 'none' } | { kind: 'new' } | { kind: 'rotate'; presentedHash: string; absoluteExpiresAt: Date };
+  /** Inside a transaction: the bearer cache's seed is pushed here, for the caller to run once it committed. */
+  seedAfterCommit?: Array<() => void>;
 }
 
 /** The bearer cache, told about each access token issued outside a transaction (src/services/bearer.ts). */
@@ -81,7 +83,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
       }
       const rotate = input.refresh.kind === 'rotate';
       // Inside a transaction the row may yet roll back: only a committed statement's answer is cached.
-      const sink = db.isTransaction ? undefined : deps.bearers;
+      const sink = db.isTransaction && !input.seedAfterCommit ? undefined : deps.bearers;
       const started = sink?.generation() ?? 0;
       const found = await insertTokenSet(
         db,
@@ -101,7 +103,11 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         },
         config.ttl.sessionIdle,
       );
-      if (sink && found) sink.issued(accessToken, found, started);
+      if (sink && found) {
+        const seed = () => sink.issued(accessToken, found, started);
+        if (db.isTransaction) input.seedAfterCommit?.push(seed);
+        else seed();
+      }
       return {
         accessToken,
         refreshToken,
