@@ -17,6 +17,7 @@ import fc from 'fast-check';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
 import { obtainTokens } from '../helpers/flow.js';
+import { s256Challenge } from '../../src/oauth/pkce.js';
 
 const TOTAL_RUNS = Number(process.env.IDP_TEST_FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.IDP_TEST_FUZZ_SEED ?? 16);
@@ -339,6 +340,43 @@ const PARAMS: Record<string, fc.Arbitrary<string>> = {
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;
 
 /** The request to send to `route`: its path with generated parameters, and everything else generated. */
+/**
+ * Protocol requests that are valid but for one or two generated values (and maybe a repeated key): they get
+ * past the client and redirect URI checks, so hostile `state`, `redirect_uri`, `post_logout_redirect_uri`
+ * values meet the code that builds the redirect.
+ */
+function nearlyValid(base: Record<string, string>) {
+  const keys = Object.keys(base);
+  return fc
+    .tuple(
+      fc.dictionary(fc.constantFrom(...keys), urlPart, { minKeys: 1, maxKeys: 2 }),
+      fc.array(fc.tuple(fc.constantFrom(...keys), urlPart), { maxLength: 1 }),
+    )
+    .map(([overrides, repeated]) => {
+      const pairs = keys.map((k) => `${k}=${overrides[k] ?? pct(base[k]!)}`);
+      return `?${[...pairs, ...repeated.map(([k, v]) => `${k}=${v}`)].join('&')}`;
+    });
+}
+const PROTOCOL_QUERIES: Record<string, fc.Arbitrary<string>> = {
+  '/api/auth/oauth2/authorize': nearlyValid({
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    scope: 'openid profile',
+    code_challenge: s256Challenge('v'.repeat(43)),
+    code_challenge_method: 'S256',
+    state: 'state-1',
+    nonce: 'nonce-1',
+  }),
+  '/api/auth/oauth2/end-session': nearlyValid({
+    client_id: clientId,
+    id_token_hint: tokens.id_token,
+    post_logout_redirect_uri: 'https://app.example.com/logged-out',
+    state: 'state-1',
+  }),
+  '/api/auth/reset-password/:token': nearlyValid({ redirectTo: `${BASE}/login/reset-password` }),
+};
+
 function requestFor(route: Route) {
   const names = route.url.match(/:[A-Za-z]+|\*/g) ?? [];
   const params = names.map((n) => PARAMS[n.replace(':', '')]!);
@@ -349,7 +387,7 @@ function requestFor(route: Route) {
       { weight: 1, arbitrary: fc.constantFrom(...METHODS) },
     ),
     params: fc.tuple(...params),
-    query,
+    query: PROTOCOL_QUERIES[route.url] ? fc.oneof(query, PROTOCOL_QUERIES[route.url]!) : query,
     headers,
     body,
   });
@@ -434,8 +472,11 @@ async function problemWith(
   const location = res.headers.location;
   if (location !== undefined) {
     const target = new URL(String(location), `${BASE}/`);
-    if (target.origin !== BASE && !(await registeredRedirects()).has(target.origin + target.pathname)) {
-      return `an open redirect to ${String(location).slice(0, 200)}`;
+    if (target.origin !== BASE) {
+      if (!(await registeredRedirects()).has(target.origin + target.pathname)) {
+        return `an open redirect to ${String(location).slice(0, 200)}`;
+      }
+      toClients++;
     }
   }
   if (STACK.test(res.body)) return 'a stack trace in the body';
@@ -494,6 +535,8 @@ async function send(route: Route, r: Request) {
 
 const routes = routesOf(app);
 let cases = 0;
+/** Redirects to a client's registered URI (the Location oracle's other half is exercised). */
+let toClients = 0;
 const statuses = new Map<number, number>();
 
 t.test('the route list is the router', async (t) => {
@@ -535,7 +578,7 @@ t.test('generated hostile requests to every route', async (t) => {
   const seconds = (Date.now() - started) / 1000;
   t.comment(`${cases} hostile cases over ${routes.length} routes in ${seconds.toFixed(1)} s (seed ${SEED})`);
   const byStatus = [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${status}: ${n}`);
-  t.comment(`answers by status: ${byStatus.join(', ')}`);
+  t.comment(`answers by status: ${byStatus.join(', ')}; redirects to a registered client URI: ${toClients}`);
   t.ok(cases >= Math.min(TOTAL_RUNS, perRoute * routes.length), `${cases} cases run`);
 });
 
