@@ -34,7 +34,9 @@ const port = await new Promise<number>((resolve) => {
 });
 const BASE = `http://127.0.0.1:${port}`;
 const { app, database } = await buildTestApp(t, {
-  env: { DEMO: 'on', WELCOME_PAGE: 'on', METRICS: 'on', BASE_URL: BASE },
+  // Warnings and errors only: the test's log collector keeps every line, and a full run's request lines
+  // (with their 20 KB URLs) would hold gigabytes.
+  env: { DEMO: 'on', WELCOME_PAGE: 'on', METRICS: 'on', BASE_URL: BASE, LOG_LEVEL: 'warn' },
 });
 await app.listen({ port, host: '127.0.0.1' });
 
