@@ -112,6 +112,10 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     });
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {});
+    // Nor one that is checked out between two statements (inside a transaction): pg emits 'error' on the
+    // client itself, which has no listener then, and an unheard 'error' event is an uncaught exception.
+    // The statement that follows fails (503), and the pool discards the client when it is released.
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     preparedExecutors.set(
       db,

@@ -282,53 +282,57 @@ t.test(
       }),
     ];
 
-    await sleep(1500);
-    phase = 'down';
-    const stoppedAt = Date.now();
-    cluster.stop('immediate');
-    await sleep(500);
-    const readyDown = await send(`${base}/readyz`);
-    t.equal(readyDown.status, 503, '/readyz answers 503 while PostgreSQL is down');
-    t.match(JSON.parse(readyDown.body), { status: 'unavailable', error: 'DATABASE_UNAVAILABLE' });
-    // The other namespaces' shapes: the admin API (first-party JSON), authorize (RFC 6749 JSON when asked
-    // for, else an error page), a hosted page.
-    const adminDown = await send(`${base}/api/admin/users`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    t.equal(adminDown.status, 503, 'the admin API answers 503');
-    t.same(checkUnavailable('admin', adminDown, false), [], 'in the first-party shape');
-    const authorizeUrl = `${base}/api/auth/oauth2/authorize?${new URLSearchParams({
-      client_id: client.clientId,
-      redirect_uri: REDIRECT,
-      response_type: 'code',
-      scope: 'openid',
-      code_challenge: s256Challenge('v'.repeat(43)),
-      code_challenge_method: 'S256',
-    })}`;
-    const authorizeJson = await send(authorizeUrl, { headers: { accept: 'application/json' } });
-    t.equal(authorizeJson.status, 503, 'authorize answers 503');
-    t.same(checkUnavailable('authorize', authorizeJson, true), [], 'temporarily_unavailable, RFC 6749');
-    // The hosted page looks the browser's session up.
-    const cookie = Object.entries(signedIn)
-      .map(([k, v]) => `${k}=${v}`)
-      .join('; ');
-    for (const path of [authorizeUrl, `${base}/login/verify-email`]) {
-      const page = await send(path, { headers: { cookie } });
-      t.equal(page.status, 503, `${new URL(path).pathname}: an error page with 503`);
-      t.ok(page.retryAfter && /<html/i.test(page.body), 'HTML with Retry-After', { body: page.body.slice(0, 200) });
+    try {
+      await sleep(1500);
+      phase = 'down';
+      const stoppedAt = Date.now();
+      cluster.stop('immediate');
+      await sleep(500);
+      const readyDown = await send(`${base}/readyz`);
+      t.equal(readyDown.status, 503, '/readyz answers 503 while PostgreSQL is down');
+      t.match(JSON.parse(readyDown.body), { status: 'unavailable', error: 'DATABASE_UNAVAILABLE' });
+      // The other namespaces' shapes: the admin API (first-party JSON), authorize (RFC 6749 JSON when asked
+      // for, else an error page), a hosted page.
+      const adminDown = await send(`${base}/api/admin/users`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      t.equal(adminDown.status, 503, 'the admin API answers 503');
+      t.same(checkUnavailable('admin', adminDown, false), [], 'in the first-party shape');
+      const authorizeUrl = `${base}/api/auth/oauth2/authorize?${new URLSearchParams({
+        client_id: client.clientId,
+        redirect_uri: REDIRECT,
+        response_type: 'code',
+        scope: 'openid',
+        code_challenge: s256Challenge('v'.repeat(43)),
+        code_challenge_method: 'S256',
+      })}`;
+      const authorizeJson = await send(authorizeUrl, { headers: { accept: 'application/json' } });
+      t.equal(authorizeJson.status, 503, 'authorize answers 503');
+      t.same(checkUnavailable('authorize', authorizeJson, true), [], 'temporarily_unavailable, RFC 6749');
+      // The hosted page looks the browser's session up.
+      const cookie = Object.entries(signedIn)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('; ');
+      for (const path of [authorizeUrl, `${base}/login/verify-email`]) {
+        const page = await send(path, { headers: { cookie } });
+        t.equal(page.status, 503, `${new URL(path).pathname}: an error page with 503`);
+        t.ok(page.retryAfter && /<html/i.test(page.body), 'HTML with Retry-After', { body: page.body.slice(0, 200) });
+      }
+      await sleep(2500);
+      cluster.start();
+      t.comment(`PostgreSQL was down for ${Date.now() - stoppedAt} ms`);
+      const recovering = Date.now();
+      while ((await send(`${base}/readyz`)).status !== 200) {
+        if (Date.now() - recovering > 30_000) break;
+        await sleep(100);
+      }
+      t.equal((await send(`${base}/readyz`)).status, 200, 'ready again without a restart');
+      t.comment(`ready ${Date.now() - recovering} ms after PostgreSQL started`);
+      phase = 'after';
+      await sleep(2000);
+    } finally {
+      // Also when an assertion above threw: no loop may outlive the test.
+      running = false;
+      await Promise.all(loops);
     }
-    await sleep(2500);
-    cluster.start();
-    t.comment(`PostgreSQL was down for ${Date.now() - stoppedAt} ms`);
-    const recovering = Date.now();
-    while ((await send(`${base}/readyz`)).status !== 200) {
-      if (Date.now() - recovering > 30_000) break;
-      await sleep(100);
-    }
-    t.equal((await send(`${base}/readyz`)).status, 200, 'ready again without a restart');
-    t.comment(`ready ${Date.now() - recovering} ms after PostgreSQL started`);
-    phase = 'after';
-    await sleep(2000);
-    running = false;
-    await Promise.all(loops);
 
     t.comment(JSON.stringify(counts));
     t.same(problems.slice(0, 20), [], 'every answer was a 200 or a well-formed 503, none timed out');
