@@ -241,7 +241,8 @@ function report(samples, serverAlive) {
     const grows = beyond(first, 1) && beyond(middle, 0.5);
     verdicts.push({ key, first, last, max, grows });
     console.log(
-      `  ${key.padEnd(14)} ${first.toFixed(1)} -> ${middle.toFixed(1)} -> ${last.toFixed(1)} (max ${max.toFixed(1)}): ` +
+      `  ${key.padEnd(14)} ${first.toFixed(1)} -> ${middle.toFixed(1)} -> ${last.toFixed(1)} ` +
+        `(max ${max.toFixed(1)}): ` +
         `${grows ? 'GROWS' : 'no growth trend'}`,
     );
   }
@@ -278,12 +279,14 @@ async function plot({ base, samples }) {
     const path = pts.map((s, i) => `${i ? 'L' : 'M'}${x(s.t).toFixed(1)},${y(s[key]).toFixed(1)}`).join(' ');
     return `<svg width="${W}" height="${H}" font-family="sans-serif" font-size="12">
 <text x="50" y="18" font-weight="bold">${title}</text>
-<line x1="50" y1="${H - 30}" x2="${W - 20}" y2="${H - 30}" stroke="#999"/><line x1="50" y1="30" x2="50" y2="${H - 30}" stroke="#999"/>
+<line x1="50" y1="${H - 30}" x2="${W - 20}" y2="${H - 30}" stroke="#999"/>
+<line x1="50" y1="30" x2="50" y2="${H - 30}" stroke="#999"/>
 <text x="4" y="${y(maxY / 1.15) + 4}">${(maxY / 1.15).toFixed(1)}</text><text x="30" y="${H - 26}">0</text>
 <text x="${W - 60}" y="${H - 10}">${maxT} s</text>
 <path d="${path}" fill="none" stroke="#1f6feb" stroke-width="1.5"/></svg>`;
   });
-  const html = `<html><body style="margin:8px;background:#fff"><div style="display:grid;grid-template-columns:repeat(3,${W}px)">
+  const grid = `display:grid;grid-template-columns:repeat(3,${W}px)`;
+  const html = `<html><body style="margin:8px;background:#fff"><div style="${grid}">
 ${svgs.join('\n')}</div></body></html>`;
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
