@@ -21,8 +21,8 @@ import { s256Challenge } from '../../src/oauth/pkce.js';
 
 const TOTAL_RUNS = Number(process.env.IDP_TEST_FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.IDP_TEST_FUZZ_SEED ?? 16);
-// 8 ms a case on PGlite, up to 14 ms on PostgreSQL, on a busy 2-core machine: the runner's 180 s would stop a
-// full run.
+// About 4 ms a case on either engine, up to 14 ms on a loaded 2-core machine: the runner's 180 s would stop
+// a full run.
 t.setTimeout(Math.max(180_000, TOTAL_RUNS * 30));
 
 // On a real loopback port named by BASE_URL: the demo relying party fetches discovery and tokens from
