@@ -48,7 +48,8 @@ export interface TestDatabase extends DatabaseHandle {
   dispose(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** `migrated: false`: no migration applied (the upgrade test migrates step by step itself). */
+export async function createTestDatabase({ migrated = true }: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const url = process.env.DATABASE_URL;
   if (url) {
     const schema = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -57,7 +58,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     await admin.query(`create schema "${schema}"`);
     await admin.end();
     const handle = await createDatabase({ databaseUrl: url, searchPath: schema, poolSize: 5 });
-    await migrateToLatest(handle.db);
+    if (migrated) await migrateToLatest(handle.db);
     let disposed = false;
     return {
       ...handle,
@@ -72,6 +73,6 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       },
     };
   }
-  const handle = await createDatabase({ loadDataDir: await pgliteSnapshot() });
+  const handle = await createDatabase(migrated ? { loadDataDir: await pgliteSnapshot() } : {});
   return { ...handle, dispose: () => handle.close() };
 }

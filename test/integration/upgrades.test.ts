@@ -12,12 +12,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import * as jose from 'jose';
-import pg from 'pg';
 import { type Kysely, sql } from 'kysely';
-import { createDatabase } from '../../db/create-db.js';
 import { migrateToLatest, migrateUpTo } from '../../db/migrate.js';
 import { migrations } from '../../db/migrations/index.js';
 import { encryptPrivateJwk, generateSigningKey } from '../../src/oauth/keys.js';
@@ -25,7 +22,7 @@ import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken, hashToken } from '../../src/oauth/tokens.js';
 import { hashPassword } from '../../src/passwords.js';
 import { buildTestApp, testConfig } from '../helpers/app.js';
-import type { TestDatabase } from '../helpers/db.js';
+import { createTestDatabase } from '../helpers/db.js';
 import { cookiesOf, obtainTokens, signInWithInject, tokenRequest, userinfo } from '../helpers/flow.js';
 
 // ~40 s on PGlite and ~10 s on PostgreSQL on an idle 2-core machine; a busy one may take several times that.
@@ -33,34 +30,6 @@ t.setTimeout(300_000);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const names = Object.keys(migrations); // read at run time: the list grows
 const latest = names[names.length - 1]!;
-
-/** A database with no migration applied: in-memory PGlite, or a schema of its own on DATABASE_URL. */
-async function emptyDatabase(): Promise<TestDatabase> {
-  const url = process.env.DATABASE_URL;
-  if (!url) {
-    const handle = await createDatabase({});
-    return { ...handle, dispose: () => handle.close() };
-  }
-  const schema = `upgrade_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema "${schema}"`);
-  await admin.end();
-  const handle = await createDatabase({ databaseUrl: url, searchPath: schema, poolSize: 3 });
-  let disposed = false;
-  return {
-    ...handle,
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      await handle.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query(`drop schema if exists "${schema}" cascade`);
-      await c.end();
-    },
-  };
-}
 
 /** Table name -> its columns, as the database has them now. */
 async function schemaOf(db: Kysely<any>): Promise<Map<string, Set<string>>> {
@@ -421,7 +390,7 @@ t.test('the list of migrations is the directory, in order', async (t) => {
 
 for (const stop of names.slice(0, -1)) {
   t.test(`stopped at ${stop}, migrated to ${latest}: nothing lost, old tokens still work`, async (t) => {
-    const database = await emptyDatabase();
+    const database = await createTestDatabase({ migrated: false });
     t.teardown(() => database.dispose());
     const db = database.db as unknown as Kysely<any>;
     await migrateUpTo(database.db, stop);
