@@ -61,9 +61,13 @@ export function createLoginContext(app: App, config: Config, loginPath: string) 
     return found;
   }
 
-  /** Where a sign-in without an authorization request may return: pages of the admin web only. */
+  /**
+   * Where a sign-in without an authorization request may return: pages of the admin web (absolute), or a
+   * path under the login path on this origin (the account pages), never anywhere else (no open redirect).
+   */
   function safeReturnTo(value: string | undefined): string | undefined {
     if (!value || /[\s\\]/.test(value)) return undefined;
+    if (value.startsWith('/')) return safeLoginPath(value);
     try {
       const url = new URL(value);
       const admin = new URL(config.adminUrl);
@@ -74,6 +78,15 @@ export function createLoginContext(app: App, config: Config, loginPath: string) 
     } catch {
       return undefined;
     }
+  }
+
+  /** A same-origin path under the login path ("//host" and dot segments that leave it are refused). */
+  function safeLoginPath(value: string): string | undefined {
+    if (value.startsWith('//') || !/^[\x21-\x7e]+$/.test(value)) return undefined;
+    const origin = 'http://login.invalid';
+    const url = new URL(value, origin);
+    const under = url.pathname === loginPath || url.pathname.startsWith(`${loginPath}/`);
+    return url.origin === origin && under ? `${url.pathname}${url.search}` : undefined;
   }
 
   const continueUrl = (requestId: string) => continueAt(config.issuer, requestId);

@@ -188,6 +188,7 @@ export function signedInPage(o: { loginPath: string; csrf: string; email: string
     title: 'Signed in',
     loginPath: o.loginPath,
     body: html`<h1>Signed in</h1><p>You are signed in as <strong>${o.email}</strong>.</p>
+<p><a href="${o.loginPath}/account">Manage your account</a></p>
 <form method="post" action="${o.loginPath}/sign-out">${hidden('csrf', o.csrf)}\
 <button type="submit" class="secondary">Sign out</button></form>`,
   });

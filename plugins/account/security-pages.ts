@@ -1,0 +1,157 @@
+// The security page: password change, the live sessions (each can be signed out), the data export and
+// the account deletion; and the connected applications page with its one-click revoke.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SessionContext } from '../../src/domain/session.js';
+import { AppError } from '../../src/errors.js';
+import { securityHeaders } from '../pages/kit.js';
+import { type AccountContext, Form, missing, PageQuery, refusal, text } from './context.js';
+import type { FormErrors } from './layout.js';
+import * as views from './views.js';
+
+interface RenderOptions {
+  status?: number;
+  errors?: FormErrors;
+  m?: string | undefined;
+}
+
+export function registerSecurityPages(context: AccountContext) {
+  const { app, loginPath, base, csrfToken, signedIn, signedInPost, done, meta, page, me } = context;
+
+  async function render(request: FastifyRequest, reply: FastifyReply, ctx: SessionContext, o: RenderOptions = {}) {
+    const sessions = await me().listSessions(ctx.user.id, ctx.session.id);
+    const body = views.securityPage({
+      loginPath,
+      csrf: csrfToken(request, reply),
+      email: ctx.user.email,
+      status: views.statusMessage(o.m),
+      sessions,
+      errors: o.errors,
+    });
+    return page(reply, body, o.status ?? 200);
+  }
+
+  app.get('/security', { schema: { querystring: PageQuery } }, async (request, reply) => {
+    const ctx = await signedIn(request, reply, '/security');
+    if (!ctx) return reply;
+    return render(request, reply, ctx, { m: request.query.m });
+  });
+
+  app.post('/password', { schema: { body: Form } }, async (request, reply) => {
+    const ctx = await signedInPost(request, request.body, reply, '/security');
+    if (!ctx) return reply;
+    const currentPassword = text(request.body, 'current_password');
+    const newPassword = text(request.body, 'new_password');
+    const confirm = text(request.body, 'confirm_password');
+    const wrong = missing('password', [
+      ['current_password', !currentPassword, 'Enter your current password'],
+      ['new_password', !newPassword, 'Enter a new password'],
+      ['confirm_password', Boolean(newPassword) && confirm !== newPassword, 'The two new passwords are not the same'],
+    ]);
+    if (wrong) return render(request, reply, ctx, { status: 400, errors: wrong });
+    try {
+      await me().changePassword(ctx.user.id, ctx.session.id, { currentPassword, newPassword }, meta(request));
+    } catch (error) {
+      const { status, errors } = refusal(error, 'password', {
+        codes: {
+          INVALID_PASSWORD: 'current_password',
+          PASSWORD_TOO_SHORT: 'new_password',
+          PASSWORD_TOO_LONG: 'new_password',
+        },
+        fields: { currentPassword: 'current_password', newPassword: 'new_password' },
+      });
+      return render(request, reply, ctx, { status, errors });
+    }
+    return done(reply, '/security', 'password-changed');
+  });
+
+  app.post('/sessions/revoke', { schema: { body: Form } }, async (request, reply) => {
+    const ctx = await signedInPost(request, request.body, reply, '/security');
+    if (!ctx) return reply;
+    const sessionId = text(request.body, 'session');
+    // This browser's own session: a sign-out (the session ends and its cookie goes).
+    if (sessionId === ctx.session.id) {
+      await app.signOut(request, reply);
+      return reply.code(303).header('location', `${base}/signed-out`).send();
+    }
+    try {
+      if (!sessionId) throw new AppError(404, 'SESSION_NOT_FOUND', 'Choose a session to sign out');
+      await me().revokeSession(ctx.user.id, sessionId, meta(request));
+    } catch (error) {
+      const { status, errors } = refusal(error, 'sessions');
+      return render(request, reply, ctx, { status, errors });
+    }
+    return done(reply, '/security', 'session-ended');
+  });
+
+  app.post('/delete', { schema: { body: Form } }, async (request, reply) => {
+    const ctx = await signedInPost(request, request.body, reply, '/security');
+    if (!ctx) return reply;
+    const password = text(request.body, 'password');
+    const wrong = missing('delete', [
+      ['password', !password, 'Enter your current password'],
+      ['confirm', text(request.body, 'confirm') !== 'yes', 'Tick the box to confirm that you want this'],
+    ]);
+    if (wrong) return render(request, reply, ctx, { status: 400, errors: wrong });
+    try {
+      await me().deleteAccount(ctx.user.id, { password }, meta(request));
+    } catch (error) {
+      const { status, errors } = refusal(error, 'delete', {
+        codes: { INVALID_PASSWORD: 'password' },
+        fields: { password: 'password' },
+      });
+      return render(request, reply, ctx, { status, errors });
+    }
+    context.clearSessionCookie(reply);
+    return reply.code(303).header('location', `${base}/deleted`).send();
+  });
+
+  // The export as a download (the same document as GET /api/me/export), never cached.
+  app.get('/export', async (request, reply) => {
+    const ctx = await signedIn(request, reply, '/security');
+    if (!ctx) return reply;
+    const data = await me().exportData(ctx.user.id);
+    return securityHeaders(reply)
+      .header('content-disposition', 'attachment; filename="account-data.json"')
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify(data, null, 2));
+  });
+
+  // Connected applications
+  app.get('/applications', { schema: { querystring: PageQuery } }, async (request, reply) => {
+    const ctx = await signedIn(request, reply, '/applications');
+    if (!ctx) return reply;
+    return renderApplications(request, reply, ctx, { m: request.query.m });
+  });
+
+  async function renderApplications(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    ctx: SessionContext,
+    o: RenderOptions = {},
+  ) {
+    const applications = await me().listApplications(ctx.user.id);
+    const body = views.applicationsPage({
+      loginPath,
+      csrf: csrfToken(request, reply),
+      email: ctx.user.email,
+      status: views.statusMessage(o.m),
+      applications,
+      errors: o.errors,
+    });
+    return page(reply, body, o.status ?? 200);
+  }
+
+  app.post('/applications/revoke', { schema: { body: Form } }, async (request, reply) => {
+    const ctx = await signedInPost(request, request.body, reply, '/applications');
+    if (!ctx) return reply;
+    const clientId = text(request.body, 'client_id');
+    try {
+      if (!clientId) throw new AppError(404, 'APPLICATION_NOT_FOUND', 'Choose an application');
+      await me().revokeApplication(ctx.user.id, clientId, meta(request));
+    } catch (error) {
+      const { status, errors } = refusal(error, 'applications');
+      return renderApplications(request, reply, ctx, { status, errors });
+    }
+    return done(reply, '/applications', 'access-revoked');
+  });
+}
