@@ -171,7 +171,7 @@ input:focus,button:focus,a:focus,input:focus-visible,button:focus-visible,a:focu
 {outline:3px solid #2563eb;outline-offset:2px}
 .invalid input{border-color:#b42318}${CSS.error}
 .hint{margin:.25rem 0 0;font-size:.9rem;color:#5b636e}
-${CSS.alert}.alert p{margin:0}.alert ul{margin:.25rem 0 0;padding-left:1.2rem}.alert a{color:#b42318}
+${CSS.alert}.alert{margin:0 0 1rem}.alert p{margin:0}.alert ul{margin:.25rem 0 0;padding-left:1.2rem}.alert a{color:#b42318}
 ${CSS.notice}
 button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;\
 padding:.6rem 1.1rem;font:inherit;font-weight:600;cursor:pointer}
@@ -179,6 +179,7 @@ button.secondary{background:#e5e7eb;color:#1b1f24}button.danger{background:#b423
 .items{list-style:none;padding:0;margin:0}\
 .items>li{border:1px solid #e5e7eb;border-radius:8px;padding:.75rem 1rem;margin:.75rem 0}
 .items form{margin:.5rem 0 0}.item-head{display:flex;align-items:center;gap:.75rem}.item-head img{border-radius:8px}
+.item-head h2{margin:0}.items p{margin:.5rem 0}
 dl{display:grid;grid-template-columns:minmax(0,max-content) minmax(0,1fr);gap:.2rem 1rem;margin:.5rem 0 0}
 dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 @media (max-width:30rem){dl{grid-template-columns:minmax(0,1fr)}dd{margin-bottom:.3rem}}
