@@ -189,6 +189,19 @@ export interface PasswordResetTokensTable {
   revoked_at: Date | null;
 }
 
+/** A requested e-mail change (issue 17): the link mailed to the new address applies it. */
+export interface EmailChangeTokensTable {
+  token_hash: string;
+  user_id: string;
+  /** The new address, where the link was mailed. */
+  email: string;
+  /** The address when the change was requested: the link works only while it is still the user's. */
+  previous_email: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
 export interface AdminSetupTokensTable {
   token_hash: string;
   created_at: Timestamp;
@@ -210,6 +223,7 @@ export interface Database {
   refresh_tokens: RefreshTokensTable;
   email_verification_tokens: EmailVerificationTokensTable;
   password_reset_tokens: PasswordResetTokensTable;
+  email_change_tokens: EmailChangeTokensTable;
   admin_setup_tokens: AdminSetupTokensTable;
 }
 

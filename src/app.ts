@@ -37,6 +37,7 @@ import revokePlugin from '../plugins/oidc/revoke.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
 import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
+import accountPages from '../plugins/account/index.js';
 import corsPlugin from '../plugins/infra/cors.js';
 import bearerAuth from '../plugins/infra/bearer-auth.js';
 import { firstPartyJsonErrors } from '../plugins/infra/error-handlers.js';
@@ -44,6 +45,7 @@ import externalPlugin from '../plugins/external/index.js';
 import publicPlugin from '../plugins/public/index.js';
 import welcomePlugin from '../plugins/welcome/index.js';
 import demoPlugin from '../plugins/demo/index.js';
+import meApi from '../plugins/me/index.js';
 
 export interface BuildOptions {
   /** An open, migrated database (tests and the CLI); otherwise the app opens the configured one. */
@@ -147,11 +149,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(endSessionPlugin, { prefix: issuerPath, config, loginPath });
   await app.register(userinfoPlugin, { prefix: issuerPath });
   await app.register(loginApi, { prefix: issuerPath, config });
+  // The signed-in user's own account (first party, session cookie only).
+  await app.register(meApi, { prefix: '/api/me', config, bodyLimit: BODY_LIMIT });
   // The stable third-party namespace and public metadata.
   await app.register(externalPlugin, { prefix: '/api/external' });
   await app.register(publicPlugin, { prefix: '/api/public' });
   // The hosted login pages (the spec's "Main web").
   await app.register(loginPages, { prefix: loginPath, config, loginPath });
+  // The account pages (issue 17): profile, security, connected applications.
+  await app.register(accountPages, { prefix: `${loginPath}/account`, config, loginPath });
   // The admin web (the spec's "Admin web", ADMIN_URL).
   const adminPath = new URL(config.adminUrl).pathname.replace(/\/$/, '') || '/admin';
   await app.register(adminWebPlugin, { prefix: adminPath, config, adminPath });

@@ -11,6 +11,7 @@ import * as m0007 from './0007-verification-address.js';
 import * as m0008 from './0008-invalidation-notices.js';
 import * as m0009 from './0009-rate-limits.js';
 import * as m0010 from './0010-key-notices.js';
+import * as m0011 from './0011-email-changes.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -23,6 +24,7 @@ export const migrations: Record<string, Migration> = {
   '0008-invalidation-notices': m0008,
   '0009-rate-limits': m0009,
   '0010-key-notices': m0010,
+  '0011-email-changes': m0011,
 };
 
 export const migrationProvider: MigrationProvider = {

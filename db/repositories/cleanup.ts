@@ -18,6 +18,7 @@ export function expiryRules(options: { sessionIdleSeconds: number }): ExpiryRule
     { table: 'refresh_tokens', where: 'expires_at < now() or absolute_expires_at < now()' },
     { table: 'email_verification_tokens', where: 'expires_at < now()' },
     { table: 'password_reset_tokens', where: 'expires_at < now()' },
+    { table: 'email_change_tokens', where: 'expires_at < now()' },
     { table: 'sessions', where: `expires_at < now() or last_seen_at < now() - interval '${idle} seconds'` },
     // Shared rate-limit windows (expire: epoch milliseconds); the library's own sweep is off.
     { table: 'rate_limits', where: 'expire < extract(epoch from now()) * 1000' },

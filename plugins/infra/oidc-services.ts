@@ -25,6 +25,13 @@ import { createCleanupJob, type CleanupJob } from '../../src/services/cleanup.js
 import { createRecoveryService, passwordChangedNotice, type RecoveryService } from '../../src/services/recovery.js';
 import { createAdminSetupService, type AdminSetupService } from '../../src/services/admin-setup.js';
 import { createEndSessionService, type EndSessionService } from '../../src/services/end-session.js';
+import {
+  createEmailChangeService,
+  createSelfService,
+  type SelfService,
+  type SelfServiceGuards,
+} from '../../src/services/self-service/index.js';
+import { emailKey, ipKey } from '../../src/rate-limit.js';
 
 export { JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS };
 
@@ -42,6 +49,8 @@ interface SignInServices {
   signingKeys: SigningKeyService;
   cleanup: CleanupJob;
   mailer: Mailer;
+  /** The signed-in user's own account (issue 17): /api/me/* and the /account pages. */
+  me: SelfService;
 }
 
 declare module './services.js' {
@@ -105,7 +114,8 @@ export default fp(
       ttlSeconds: config.ttl.session,
       idleSeconds: config.ttl.sessionIdle,
     });
-    const accounts = createAccountService({ db, config, sessions, mailer, events: app.metricEvents });
+    const emailChanges = createEmailChangeService({ db, config, mailer });
+    const accounts = createAccountService({ db, config, sessions, mailer, events: app.metricEvents, emailChanges });
     const authorization = createAuthorizationService({ db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
@@ -126,6 +136,24 @@ export default fp(
     app.services.invalidation.on((event) => {
       if (event.kind === 'keys' || event.kind === 'reset') keys.invalidate();
     });
+    // The self-service counts against the same limits as the sign-in and the verification resends.
+    const guards: SelfServiceGuards = {
+      confirmPassword: (email, run) => app.signInLimits.confirmPassword(email, run),
+      async countEmailChange(userId, ip) {
+        if (ip) await app.rateLimit(null, 'RESEND_IP', ipKey(ip));
+        await app.rateLimit(null, 'RESEND_ACCOUNT', userId);
+      },
+      async forgetAccount({ id, email }) {
+        const limiters = app.rateLimiters;
+        await app.signInLimits.forgetAccount(email);
+        await Promise.all([
+          limiters.RESEND_ACCOUNT.delete(id),
+          ...(['SIGN_UP_EMAIL', 'RESET_REQUEST_EMAIL', 'RESET_REQUEST_EMAIL_DAY'] as const).map((rule) =>
+            limiters[rule].delete(emailKey(email)),
+          ),
+        ]);
+      },
+    };
     const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });
     const added: SignInServices = {
       keys,
@@ -140,6 +168,7 @@ export default fp(
       signingKeys,
       cleanup,
       mailer,
+      me: createSelfService({ db, config, mailer, applications: app.services.applications, emailChanges, guards }),
     };
     const endSession = createEndSessionService({
       issuer: config.issuer,
@@ -198,5 +227,5 @@ export default fp(
       await mailer.close();
     });
   },
-  { name: 'oidc-services', dependencies: ['db', 'services', 'metrics'] },
+  { name: 'oidc-services', dependencies: ['db', 'services', 'metrics', 'rate-limit'] },
 );

@@ -51,18 +51,32 @@ export interface SignInLimits {
    * success it sets the device cookie for this account on the route's own path.
    */
   attempt<T>(request: FastifyRequest, reply: FastifyReply, email: string, run: () => Promise<T>): Promise<T>;
+  /**
+   * A password confirmed by a signed-in user (issue 17: e-mail change, password change, deletion),
+   * under the same per-account limits: a wrong password (`run` throws INVALID_PASSWORD or
+   * INVALID_CREDENTIALS) counts as a failed sign-in of the account and opens the same delays, for every
+   * browser (no device cookie applies), so a stolen session cookie makes guessing no cheaper than the
+   * sign-in form. Throws RateLimitError (its retryAfterSeconds set) while a delay is open.
+   */
+  confirmPassword<T>(email: string, run: () => Promise<T>): Promise<T>;
+  /** Forgets the account's failure count and open delay (a deleted account: no row keyed by it stays). */
+  forgetAccount(email: string): Promise<void>;
   /** The device cookie's name. */
   readonly cookieName: string;
 }
+
+/** The errors that mean "wrong password" and so count as a failure of the account. */
+const WRONG_PASSWORD = new Set(['INVALID_CREDENTIALS', 'INVALID_PASSWORD']);
 
 declare module 'fastify' {
   interface FastifyInstance {
     /**
      * Counts a hit for this rule and key; throws RateLimitError (429, Retry-After set) over the limit.
      * Key IP rules by ipKey(request.ip). `message` words the refusal (it gets the seconds to wait).
+     * Without a reply (a service counting on its own), the error's retryAfterSeconds carries the wait.
      */
     rateLimit(
-      reply: FastifyReply,
+      reply: FastifyReply | null,
       rule: RateLimitRule,
       key: string,
       message?: (seconds: number) => string,
@@ -121,9 +135,14 @@ export default fp(
     }
     app.addHook('onClose', () => store.close());
 
-    function refuse(reply: FastifyReply, rule: string, seconds: number, message?: (seconds: number) => string): never {
-      reply.header('retry-after', String(seconds));
-      reply.request.log.warn({ rateLimit: rule }, 'rate limit exceeded');
+    function refuse(
+      reply: FastifyReply | null,
+      rule: string,
+      seconds: number,
+      message?: (seconds: number) => string,
+    ): never {
+      reply?.header('retry-after', String(seconds));
+      (reply?.request.log ?? app.log).warn({ rateLimit: rule }, 'rate limit exceeded');
       throw new RateLimitError(seconds, message?.(seconds));
     }
 
@@ -143,7 +162,7 @@ export default fp(
     }
 
     async function rateLimit(
-      reply: FastifyReply,
+      reply: FastifyReply | null,
       rule: RateLimitRule,
       key: string,
       message?: (seconds: number) => string,
@@ -156,6 +175,40 @@ export default fp(
 
     const devices = createDeviceCookies(config.secretKey!);
     const cookieName = config.cookieSecure ? '__Secure-idp.device' : 'idp.device';
+
+    /**
+     * Reserves a failure of the account up front (given back on success), or refuses while the delay
+     * that its past failures opened is running.
+     */
+    async function reserveAccountFailure(account: string, reply: FastifyReply | null) {
+      const failures = await limiters.SIGN_IN_EMAIL.penalty(account);
+      const free = rules.SIGN_IN_EMAIL.limit;
+      if (failures.consumedPoints >= free) {
+        const steps = Math.min(failures.consumedPoints - free, 30);
+        const delay = Math.min(signInDelay.maxSeconds, signInDelay.firstSeconds * 2 ** steps);
+        const busy = await consume(delays, account, { customDuration: delay });
+        if (busy) {
+          await limiters.SIGN_IN_EMAIL.reward(account);
+          refuse(reply, 'SIGN_IN_EMAIL', retryAfterSeconds(busy));
+        }
+      }
+      return { limiter: limiters.SIGN_IN_EMAIL, key: account };
+    }
+
+    async function confirmPassword<T>(email: string, run: () => Promise<T>): Promise<T> {
+      if (!enabled) return run();
+      const account = emailKey(email);
+      await reserveAccountFailure(account, null);
+      try {
+        const result = await run();
+        await limiters.SIGN_IN_EMAIL.reward(account);
+        return result;
+      } catch (error) {
+        if (!(error instanceof AppError && WRONG_PASSWORD.has(error.code)))
+          await limiters.SIGN_IN_EMAIL.reward(account);
+        throw error;
+      }
+    }
 
     async function attempt<T>(
       request: FastifyRequest,
@@ -175,28 +228,14 @@ export default fp(
         const key = `${device.nonce}:${tag}`;
         if (!(await consume(limiters.SIGN_IN_DEVICE, key))) counted = { limiter: limiters.SIGN_IN_DEVICE, key };
       }
-      if (!counted) {
-        const failures = await limiters.SIGN_IN_EMAIL.penalty(account);
-        const free = rules.SIGN_IN_EMAIL.limit;
-        if (failures.consumedPoints >= free) {
-          const steps = Math.min(failures.consumedPoints - free, 30);
-          const delay = Math.min(signInDelay.maxSeconds, signInDelay.firstSeconds * 2 ** steps);
-          const busy = await consume(delays, account, { customDuration: delay });
-          if (busy) {
-            await limiters.SIGN_IN_EMAIL.reward(account);
-            refuse(reply, 'SIGN_IN_EMAIL', retryAfterSeconds(busy));
-          }
-        }
-        counted = { limiter: limiters.SIGN_IN_EMAIL, key: account };
-      }
+      counted ??= await reserveAccountFailure(account, reply);
 
       let result: T;
       try {
         result = await run();
       } catch (error) {
         // Only a wrong e-mail or password is a failure; anything else gives the reservation back.
-        if (!(error instanceof AppError && error.code === 'INVALID_CREDENTIALS'))
-          await counted.limiter.reward(counted.key);
+        if (!(error instanceof AppError && WRONG_PASSWORD.has(error.code))) await counted.limiter.reward(counted.key);
         throw error;
       }
       await counted.limiter.reward(counted.key);
@@ -209,7 +248,11 @@ export default fp(
       });
       return result;
     }
-    app.decorate('signInLimits', { attempt, cookieName });
+    async function forgetAccount(email: string) {
+      const account = emailKey(email);
+      await Promise.all([limiters.SIGN_IN_EMAIL.delete(account), delays.delete(account)]);
+    }
+    app.decorate('signInLimits', { attempt, confirmPassword, forgetAccount, cookieName });
   },
   { name: 'rate-limit' },
 );

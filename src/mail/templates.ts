@@ -36,22 +36,71 @@ export function passwordResetMail(to: string, link: string, minutes: number): Ma
   };
 }
 
-export function passwordChangedMail(to: string, when: Date, resetLink: string): MailMessage {
-  const at = when
+const utc = (when: Date) =>
+  when
     .toISOString()
     .replace('T', ' ')
     .replace(/\.\d+Z$/, ' UTC');
+
+/** `keptSession`: the user changed it while signed in; the session they changed it in stays. */
+export function passwordChangedMail(
+  to: string,
+  when: Date,
+  resetLink: string,
+  options: { keptSession?: boolean } = {},
+): MailMessage {
+  const at = utc(when);
+  const ended = options.keptSession
+    ? 'Every other session was signed out and every application has to sign in again.'
+    : 'Every session was signed out and every application has to sign in again.';
   return {
     kind: 'password-changed',
     to,
     subject: 'Your password was changed',
     text:
-      `Hello,\n\nthe password of the account ${to} was changed at ${at}. ` +
-      'Every session was signed out and every application has to sign in again.\n\n' +
+      `Hello,\n\nthe password of the account ${to} was changed at ${at}. ${ended}\n\n` +
       `If this was not you, reset your password now:\n\n${resetLink}\n`,
     html:
-      html`<p>Hello,</p><p>the password of the account ${to} was changed at ${at}. `.value +
-      html`Every session was signed out and every application has to sign in again.</p>`.value +
+      html`<p>Hello,</p><p>the password of the account ${to} was changed at ${at}. ${ended}</p>`.value +
       html`<p>If this was not you, <a href="${resetLink}">reset your password now</a>.</p>`.value,
+  };
+}
+
+/** An e-mail change asked for while signed in (issue 17): the link goes to the NEW address. */
+export function emailChangeMail(to: string, link: string, previousEmail: string, minutes: number): MailMessage {
+  return {
+    kind: 'email-change',
+    to,
+    subject: 'Confirm your new e-mail address',
+    link,
+    text:
+      `Hello,\n\nthe account ${previousEmail} asked to use this address (${to}) from now on. ` +
+      `Open this link to confirm the change:\n\n${link}\n\n` +
+      `The link works once and expires in ${minutes} minutes. ` +
+      'If you did not ask for it, ignore this mail: nothing changes.\n',
+    html:
+      html`<p>Hello,</p><p>the account ${previousEmail} asked to use this address (${to}) from now on. `.value +
+      html`Open this link to confirm the change:</p><p><a href="${link}">Confirm my new address</a></p>`.value +
+      html`<p>The link works once and expires in ${String(minutes)} minutes. `.value +
+      html`If you did not ask for it, ignore this mail: nothing changes.</p>`.value,
+  };
+}
+
+/** After a confirmed e-mail change: a notice to the OLD address. */
+export function emailChangedMail(to: string, newEmail: string, when: Date): MailMessage {
+  const at = utc(when);
+  return {
+    kind: 'email-changed',
+    to,
+    subject: 'Your e-mail address was changed',
+    text:
+      `Hello,\n\nthe account that used this address (${to}) uses ${newEmail} since ${at}; ` +
+      'mail about it no longer comes here.\n\n' +
+      'If this was not you, your account may be in the wrong hands: contact the operator of this service.\n',
+    html:
+      html`<p>Hello,</p><p>the account that used this address (${to}) uses ${newEmail} since ${at}; `.value +
+      html`mail about it no longer comes here.</p>`.value +
+      html`<p>If this was not you, your account may be in the wrong hands: `.value +
+      html`contact the operator of this service.</p>`.value,
   };
 }

@@ -32,7 +32,8 @@ export const INVALID_CREDENTIALS = new AppError(
   'The e-mail address or password is not correct',
 );
 
-const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
+/** The shape of an acceptable e-mail address (sign-up, e-mail change). */
+export const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 
 export function createAccountService(deps: {
   db: Db;
@@ -40,6 +41,8 @@ export function createAccountService(deps: {
   sessions: SessionService;
   mailer: Mailer;
   events: Pick<MetricEvents, 'signInFailed'>;
+  /** E-mail changes (issue 17): their links are verification links too, confirmed here. */
+  emailChanges?: { confirm(token: string): Promise<{ user: AccountUser } | undefined> };
 }) {
   const { db, config } = deps;
 
@@ -142,18 +145,25 @@ export function createAccountService(deps: {
       return { user: toAccountUser(user), sessionToken: token, sessionId: session.id };
     },
 
-    /** Consumes a verification link: marks the address verified; says where the user goes next. */
+    /**
+     * Consumes a verification link: marks the address verified; says where the user goes next. A link
+     * of an e-mail change applies the change (emailChanged: true); 409 EMAIL_TAKEN when another account
+     * has the address by now (the link then stays usable).
+     */
     async verifyEmail(token: string) {
       if (!token || token.length > 100) return undefined;
-      return db.transaction().execute(async (trx) => {
+      const verified = await db.transaction().execute(async (trx) => {
         const row = await consumeEmailVerificationToken(trx, hashToken(token));
         if (!row) return undefined;
         const user = await markAddressVerified(trx, row.user_id, row.email);
         if (!user) return undefined;
         await appendAuditEvent(trx, { type: 'user.email_verified', userId: user.id, clientId: row.client_id });
         const next = { requestId: row.request_id, clientId: row.client_id, redirectUri: row.redirect_uri };
-        return { user: toAccountUser(user), ...next };
+        return { user: toAccountUser(user), ...next, emailChanged: false };
       });
+      if (verified || !deps.emailChanges) return verified;
+      const changed = await deps.emailChanges.confirm(token);
+      return changed && { user: changed.user, requestId: null, clientId: null, redirectUri: null, emailChanged: true };
     },
 
     findUser: async (id: string): Promise<AccountUser | undefined> => {

@@ -29,8 +29,12 @@ export const GENERIC_RESET_RESPONSE = {
 };
 
 /** The "your password was changed" mail: after a reset and after an operator's change alike. */
-export function passwordChangedNotice(config: Pick<Config, 'loginUrl'>, email: string): MailMessage {
-  return passwordChangedMail(email, new Date(), `${config.loginUrl}/forgot-password`);
+export function passwordChangedNotice(
+  config: Pick<Config, 'loginUrl'>,
+  email: string,
+  options: { keptSession?: boolean } = {},
+): MailMessage {
+  return passwordChangedMail(email, new Date(), `${config.loginUrl}/forgot-password`, options);
 }
 
 export const invalidResetToken = () =>

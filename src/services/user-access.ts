@@ -1,7 +1,7 @@
 // What a user has signed in to: sessions and grants, for the admin API and the CLI. Revoking a
 // session ends it and every token issued in it, offline refresh tokens included (an admin revocation
 // is stronger than a sign-out). Revoking a grant ends its tokens and forgets the consent.
-import type { Db } from '../../db/create-db.js';
+import type { Db, Tx } from '../../db/create-db.js';
 import { revokeSessionAccessTokens } from '../../db/repositories/access-tokens.js';
 import { deleteConsents } from '../../db/repositories/consents.js';
 import { listUserGrants, liveGrantIds, revokeGrant } from '../../db/repositories/grants.js';
@@ -12,6 +12,33 @@ import type { ActorContext } from './applications.js';
 import type { UserService } from './users.js';
 
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
+
+/**
+ * Ends the user's live sessions (all, or one) with the access tokens issued in them and the grants made
+ * in them (offline refresh tokens included); one session.revoked event each. Inside a transaction. The
+ * admin's revocation and the user's own (src/services/self-service/) share it.
+ */
+export async function endSessions(
+  trx: Tx,
+  userId: string,
+  context: { actor?: string | null; ip?: string | null; reason: string },
+  sessionId?: string,
+): Promise<{ sessions: number; grants: number }> {
+  const revoked = await sessions.revokeUserSessions(trx, userId, sessionId);
+  const grants = await liveGrantIds(trx, userId, { sessionIds: revoked });
+  for (const grantId of grants) await revokeGrant(trx, grantId);
+  await revokeSessionAccessTokens(trx, revoked);
+  for (const s of revoked) {
+    await appendAuditEvent(trx, {
+      type: 'session.revoked',
+      actor: context.actor ?? null,
+      ip: context.ip ?? null,
+      userId,
+      detail: { sessionId: s, reason: context.reason },
+    });
+  }
+  return { sessions: revoked.length, grants: grants.length };
+}
 
 export function createUserAccessService(deps: { db: Db; users: UserService }) {
   const { db } = deps;
@@ -41,22 +68,10 @@ export function createUserAccessService(deps: { db: Db; users: UserService }) {
     ): Promise<{ sessions: number; grants: number }> {
       const id = await userId(ref);
       return db.transaction().execute(async (trx) => {
-        const revoked = await sessions.revokeUserSessions(trx, id, sessionId);
-        if (sessionId && revoked.length === 0)
+        const revoked = await endSessions(trx, id, { ...context, reason: 'admin' }, sessionId);
+        if (sessionId && revoked.sessions === 0)
           throw notFound('SESSION_NOT_FOUND', `No live session ${sessionId} of this user`);
-        const grants = await liveGrantIds(trx, id, { sessionIds: revoked });
-        for (const grantId of grants) await revokeGrant(trx, grantId);
-        await revokeSessionAccessTokens(trx, revoked);
-        for (const s of revoked) {
-          await appendAuditEvent(trx, {
-            type: 'session.revoked',
-            actor: context.actor,
-            ip: context.ip,
-            userId: id,
-            detail: { sessionId: s, reason: 'admin' },
-          });
-        }
-        return { sessions: revoked.length, grants: grants.length };
+        return revoked;
       });
     },
 
