@@ -55,6 +55,12 @@ export default fp(
               description: 'An access token from the token endpoint (external API, UserInfo)',
             },
             adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_API_TOKEN (admin API)' },
+            sessionCookie: {
+              type: 'apiKey',
+              in: 'cookie',
+              name: config.cookieSecure ? '__Host-idp.session' : 'idp.session',
+              description: 'The hosted-login session cookie (first-party /api/me/*); access tokens are refused',
+            },
           },
         },
       },
@@ -68,12 +74,16 @@ export default fp(
             ? ['external']
             : path.startsWith('/api/public')
               ? ['public']
-              : ['auth'];
+              : path.startsWith('/api/me')
+                ? ['me']
+                : ['auth'];
         const security = path.startsWith('/api/admin')
           ? [{ adminToken: [] }]
           : path.startsWith('/api/external') || path.includes('/oauth2/userinfo')
             ? [{ bearer: [] }]
-            : undefined;
+            : path.startsWith('/api/me')
+              ? [{ sessionCookie: [] }]
+              : undefined;
         return { schema: { ...(schema ?? {}), hide: !api, tags, ...(security && { security }) } as never, url };
       },
     });
