@@ -231,7 +231,18 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
     {
       schema: {
         body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
-        response: { 200: Redirect, ...errors },
+        response: {
+          200: Type.Object({
+            status: Type.Literal(true),
+            redirectTo: Type.Optional(Type.String()),
+            emailChanged: Type.Optional(
+              Type.Literal(true, {
+                description: 'the link confirmed an e-mail change (the address is now the new one)',
+              }),
+            ),
+          }),
+          ...errors,
+        },
       },
     },
     async (request) => {
@@ -241,7 +252,11 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       const pendingRequest = result.requestId
         ? await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request))
         : undefined;
-      return { status: true as const, ...(pendingRequest && { redirectTo: continueUrl(result.requestId!) }) };
+      return {
+        status: true as const,
+        ...(pendingRequest && { redirectTo: continueUrl(result.requestId!) }),
+        ...(result.emailChanged && { emailChanged: true as const }),
+      };
     },
   );
 

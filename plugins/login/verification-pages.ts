@@ -127,8 +127,15 @@ export function registerVerificationPages({
         reply,
         views.messagePage({
           loginPath,
-          title: 'E-mail address verified',
-          message: 'Thank you. Your e-mail address is verified; you can close this page.',
+          ...(result.emailChanged
+            ? {
+                title: 'E-mail address changed',
+                message: `Your account uses ${result.user.email} from now on; you can close this page.`,
+              }
+            : {
+                title: 'E-mail address verified',
+                message: 'Thank you. Your e-mail address is verified; you can close this page.',
+              }),
           role: 'status',
         }),
       );

@@ -1,0 +1,226 @@
+// POST /api/me/email (issue 17): the e-mail address changes only once the link mailed to the NEW
+// address is opened; the old address then gets a notice. Only the latest request's link works; the
+// address taken meanwhile is 409 and the link keeps working once it is free again; links mailed before
+// the change die; requests are limited per account.
+import t from 'tap';
+import { listAuditEvents } from '../../db/repositories/audit.js';
+import { meTestApp } from '../helpers/me.js';
+import { linkIn } from '../helpers/smtp.js';
+
+const { app, database, smtp, newUser, signIn, me, settle } = await meTestApp(t);
+const db = database.db;
+const CHANGE = 'Confirm your new e-mail address';
+const NOTICE = 'Your e-mail address was changed';
+const mailsTo = (to: string, subject?: string) =>
+  smtp.mails.filter((m) => m.to.toLowerCase() === to.toLowerCase() && (!subject || m.subject === subject));
+const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
+const fresh = (tag: string) => `${tag}-${Math.random().toString(36).slice(2, 8)}@example.org`;
+const profile = async (jar: Record<string, string>) => (await me('GET', '', { jar })).json();
+
+t.test('bad requests: 400 or 409, nothing sent, nothing changed', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const other = await newUser();
+  const cases: Array<[unknown, number, string]> = [
+    [{ newEmail: 'not-an-address', password: user.password }, 400, 'VALIDATION_ERROR'],
+    [{ newEmail: 'a b@example.org', password: user.password }, 400, 'VALIDATION_ERROR'],
+    [{ newEmail: user.email.toUpperCase(), password: user.password }, 400, 'VALIDATION_ERROR'],
+    [{ newEmail: fresh('x'), password: 'wrong password' }, 400, 'INVALID_PASSWORD'],
+    [{ newEmail: fresh('x') }, 400, 'VALIDATION_ERROR'],
+    [{ newEmail: fresh('x'), password: user.password, extra: 1 }, 400, 'VALIDATION_ERROR'],
+    [{ newEmail: other.email, password: user.password }, 409, 'EMAIL_TAKEN'],
+    [{ newEmail: other.email.toUpperCase(), password: user.password }, 409, 'EMAIL_TAKEN'],
+  ];
+  for (const [body, status, error] of cases) {
+    const res = await me('POST', '/email', { jar, body });
+    t.equal(res.statusCode, status, JSON.stringify(body));
+    t.equal(res.json().error, error, JSON.stringify(body));
+    t.type(res.json().message, 'string');
+    t.equal(res.headers['cache-control'], 'no-store');
+  }
+  await settle();
+  t.same(
+    smtp.mails.filter((m) => m.subject === CHANGE),
+    [],
+  );
+  t.match(await profile(jar), { email: user.email, emailVerified: true, pendingEmail: null });
+  const failed = await listAuditEvents(db, { type: 'password.confirmation_failed', userId: user.id });
+  t.equal(failed.length, 1);
+  t.same(failed[0]!.detail, { purpose: 'email_change' });
+});
+
+t.test('the address changes only after the link mailed to the new address is opened', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const target = fresh('new');
+  const res = await me('POST', '/email', { jar, body: { newEmail: target, password: user.password } });
+  t.equal(res.statusCode, 202);
+  t.equal(res.headers['cache-control'], 'no-store');
+  t.match(res.json(), { status: true, message: /link/ });
+
+  const mail = await smtp.waitFor(target);
+  t.equal(mail.subject, CHANGE);
+  t.match(mail.text, user.email, 'the mail names the account');
+  const link = linkIn(mail);
+  t.match(link, /^http:\/\/localhost:3000\/login\/verify-email\/confirm\?token=/);
+  t.same(mailsTo(user.email), [], 'nothing to the old address yet');
+
+  t.match(await profile(jar), { email: user.email, emailVerified: true, pendingEmail: target }, 'before: old address');
+  const signInOld = await app.inject({
+    method: 'POST',
+    url: '/api/auth/sign-in',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ email: user.email, password: user.password }),
+  });
+  t.equal(signInOld.statusCode, 200, 'the old address still signs in');
+
+  const page = await app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search });
+  t.equal(page.statusCode, 200);
+  t.match(page.body, /E-mail address changed/);
+  t.match(page.body, target);
+
+  t.match(await profile(jar), { email: target, emailVerified: true, pendingEmail: null }, 'after: new address');
+  await settle();
+  const notice = await smtp.waitFor(user.email);
+  t.equal(notice.subject, NOTICE);
+  t.match(notice.text, target);
+  t.equal(mailsTo(user.email, NOTICE).length, 1);
+
+  const reused = await app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search });
+  t.equal(reused.statusCode, 400, 'single use');
+  const events = await listAuditEvents(db, { userId: user.id });
+  t.ok(events.some((e) => e.type === 'email_change.requested' && e.actor === 'self'));
+  t.ok(events.some((e) => e.type === 'user.email_changed'));
+});
+
+t.test('a second request kills the first link; the JSON confirmation says it was a change', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const first = fresh('first');
+  const second = fresh('second');
+  t.equal((await me('POST', '/email', { jar, body: { newEmail: first, password: user.password } })).statusCode, 202);
+  const firstToken = tokenOf(linkIn(await smtp.waitFor(first)));
+  t.equal((await me('POST', '/email', { jar, body: { newEmail: second, password: user.password } })).statusCode, 202);
+  const secondToken = tokenOf(linkIn(await smtp.waitFor(second)));
+  t.equal((await profile(jar)).pendingEmail, second);
+
+  const confirm = (token: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/auth/verify-email',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ token }),
+    });
+  const dead = await confirm(firstToken);
+  t.equal(dead.statusCode, 400);
+  t.equal(dead.json().error, 'INVALID_TOKEN');
+  const ok = await confirm(secondToken);
+  t.equal(ok.statusCode, 200);
+  t.same(ok.json(), { status: true, emailChanged: true });
+  t.equal((await profile(jar)).email, second);
+});
+
+t.test('the address taken in between: 409, the link still works once it is free again', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const target = fresh('contested');
+  t.equal((await me('POST', '/email', { jar, body: { newEmail: target, password: user.password } })).statusCode, 202);
+  const link = linkIn(await smtp.waitFor(target));
+  const path = new URL(link).pathname + new URL(link).search;
+  const squatter = await app.services.users.create(
+    { email: target.toUpperCase(), password: 'squatter-pw-1' },
+    {
+      actor: 'test',
+    },
+  );
+
+  const taken = await app.inject({
+    method: 'POST',
+    url: '/api/auth/verify-email',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ token: tokenOf(link) }),
+  });
+  t.equal(taken.statusCode, 409);
+  t.equal(taken.json().error, 'EMAIL_TAKEN');
+  const takenPage = await app.inject({ method: 'GET', url: path });
+  t.equal(takenPage.statusCode, 409, 'the page says so too');
+  t.match(await profile(jar), { email: user.email, pendingEmail: target }, 'nothing changed, the link is not spent');
+
+  await app.services.users.remove(squatter.id, { actor: 'test' });
+  const page = await app.inject({ method: 'GET', url: path });
+  t.equal(page.statusCode, 200);
+  t.match(page.body, /E-mail address changed/);
+  t.equal((await profile(jar)).email, target);
+});
+
+t.test('links mailed before the change die: verification, reset and older change links', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  await app.services.accounts.sendVerification(user, {});
+  const verification = tokenOf(linkIn(await smtp.waitFor(user.email)));
+  const reset = await app.inject({
+    method: 'POST',
+    url: '/api/auth/request-password-reset',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ email: user.email, redirectTo: '/login/reset-password' }),
+  });
+  t.equal(reset.statusCode, 200);
+  await app.services.recovery.drain();
+  const resetMail = await (async () => {
+    for (let i = 0; i < 100; i++) {
+      const m = mailsTo(user.email, 'Reset your password')[0];
+      if (m) return m;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('no reset mail');
+  })();
+  const resetToken = new URL(linkIn(resetMail)).pathname.split('/').pop()!;
+  const target = fresh('moved');
+  t.equal((await me('POST', '/email', { jar, body: { newEmail: target, password: user.password } })).statusCode, 202);
+  const link = linkIn(await smtp.waitFor(target));
+  t.equal((await app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search })).statusCode, 200);
+
+  const verify = await app.inject({
+    method: 'POST',
+    url: '/api/auth/verify-email',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ token: verification }),
+  });
+  t.equal(verify.statusCode, 400, 'the old verification link is dead');
+  const resetNow = await app.inject({
+    method: 'POST',
+    url: '/api/auth/reset-password',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ token: resetToken, newPassword: 'a brand new password' }),
+  });
+  t.equal(resetNow.statusCode, 400);
+  t.equal(resetNow.json().error, 'INVALID_TOKEN', 'the old reset link is dead');
+});
+
+t.test('an operator changing the address meanwhile kills the pending change link', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const target = fresh('pending');
+  t.equal((await me('POST', '/email', { jar, body: { newEmail: target, password: user.password } })).statusCode, 202);
+  const link = linkIn(await smtp.waitFor(target));
+  const operatorSet = fresh('operator');
+  await app.services.users.update(user.id, { email: operatorSet }, { actor: 'test' });
+  const res = await app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search });
+  t.equal(res.statusCode, 400);
+  t.equal((await profile(jar)).email, operatorSet);
+});
+
+t.test('e-mail change requests are limited per account (429 with Retry-After)', async (t) => {
+  const limited = await meTestApp(t, { RATE_LIMITS: 'on', RATE_LIMIT_RESEND_ACCOUNT: '2/900' });
+  const user = await limited.newUser();
+  const jar = await limited.signIn(user.email);
+  for (let i = 0; i < 2; i++) {
+    const res = await limited.me('POST', '/email', { jar, body: { newEmail: fresh('lim'), password: user.password } });
+    t.equal(res.statusCode, 202);
+  }
+  const res = await limited.me('POST', '/email', { jar, body: { newEmail: fresh('lim'), password: user.password } });
+  t.equal(res.statusCode, 429);
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  t.ok(Number(res.headers['retry-after']) > 0);
+  t.equal(res.headers['cache-control'], 'no-store');
+});
