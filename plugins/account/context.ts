@@ -6,6 +6,7 @@ import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import type { SessionContext } from '../../src/domain/session.js';
 import { AppError } from '../../src/errors.js';
+import { RateLimitError } from '../infra/rate-limit.js';
 import { createCsrf } from '../pages/csrf.js';
 import { sendPage } from '../pages/kit.js';
 import type { FormErrors } from './layout.js';
@@ -89,15 +90,20 @@ export const text = (form: FormBody, name: string) => first(form[name]) ?? '';
 /**
  * A refusal of the self-service as the errors of one form: a code that names a field goes next to it, the
  * details of a VALIDATION_ERROR next to theirs (`fields` maps the service's names to the form's), anything
- * else into the form's summary. 429 keeps its status and Retry-After. Server errors are not refusals.
+ * else into the form's summary. 429 keeps its status and gets its Retry-After. Server errors are not refusals.
  */
 export function refusal(
+  reply: FastifyReply,
   error: unknown,
   form: string,
   o: { codes?: Record<string, string>; fields?: Record<string, string> } = {},
 ): { status: number; errors: FormErrors } {
   if (!(error instanceof AppError) || error.statusCode >= 500 || error.statusCode === 401 || error.code === 'CSRF') {
     throw error;
+  }
+  // A limit the service counted itself had no reply to set Retry-After on.
+  if (error instanceof RateLimitError && !reply.hasHeader('retry-after')) {
+    reply.header('retry-after', String(error.retryAfterSeconds));
   }
   const fields: Record<string, string> = {};
   if (error.code === 'VALIDATION_ERROR') {

@@ -171,7 +171,8 @@ input:focus,button:focus,a:focus,input:focus-visible,button:focus-visible,a:focu
 {outline:3px solid #2563eb;outline-offset:2px}
 .invalid input{border-color:#b42318}${CSS.error}
 .hint{margin:.25rem 0 0;font-size:.9rem;color:#5b636e}
-${CSS.alert}.alert{margin:0 0 1rem}.alert p{margin:0}.alert ul{margin:.25rem 0 0;padding-left:1.2rem}.alert a{color:#b42318}
+${CSS.alert}.alert{margin:0 0 1rem}.alert p{margin:0}\
+.alert ul{margin:.25rem 0 0;padding-left:1.2rem}.alert a{color:#b42318}
 ${CSS.notice}
 button{background:#1d4ed8;color:#fff;border:0;border-radius:6px;\
 padding:.6rem 1.1rem;font:inherit;font-weight:600;cursor:pointer}

@@ -64,7 +64,7 @@ export function registerProfilePages(context: AccountContext) {
     try {
       await me().updateProfile(ctx.user.id, change, meta(request));
     } catch (error) {
-      const { status, errors } = refusal(error, 'profile', { fields: PROFILE_FIELDS });
+      const { status, errors } = refusal(reply, error, 'profile', { fields: PROFILE_FIELDS });
       return render(request, reply, ctx, { status, errors, values });
     }
     return done(reply, '', 'profile-saved');
@@ -83,7 +83,7 @@ export function registerProfilePages(context: AccountContext) {
     try {
       await me().requestEmailChange(ctx.user.id, { newEmail, password }, meta(request));
     } catch (error) {
-      const { status, errors } = refusal(error, 'email', {
+      const { status, errors } = refusal(reply, error, 'email', {
         codes: { INVALID_PASSWORD: 'password', EMAIL_TAKEN: 'new_email' },
         fields: { newEmail: 'new_email', email: 'new_email', new_email: 'new_email', password: 'password' },
       });

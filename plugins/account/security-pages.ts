@@ -51,7 +51,7 @@ export function registerSecurityPages(context: AccountContext) {
     try {
       await me().changePassword(ctx.user.id, ctx.session.id, { currentPassword, newPassword }, meta(request));
     } catch (error) {
-      const { status, errors } = refusal(error, 'password', {
+      const { status, errors } = refusal(reply, error, 'password', {
         codes: {
           INVALID_PASSWORD: 'current_password',
           PASSWORD_TOO_SHORT: 'new_password',
@@ -77,7 +77,7 @@ export function registerSecurityPages(context: AccountContext) {
       if (!sessionId) throw new AppError(404, 'SESSION_NOT_FOUND', 'Choose a session to sign out');
       await me().revokeSession(ctx.user.id, sessionId, meta(request));
     } catch (error) {
-      const { status, errors } = refusal(error, 'sessions');
+      const { status, errors } = refusal(reply, error, 'sessions');
       return render(request, reply, ctx, { status, errors });
     }
     return done(reply, '/security', 'session-ended');
@@ -95,7 +95,7 @@ export function registerSecurityPages(context: AccountContext) {
     try {
       await me().deleteAccount(ctx.user.id, { password }, meta(request));
     } catch (error) {
-      const { status, errors } = refusal(error, 'delete', {
+      const { status, errors } = refusal(reply, error, 'delete', {
         codes: { INVALID_PASSWORD: 'password' },
         fields: { password: 'password' },
       });
@@ -149,7 +149,7 @@ export function registerSecurityPages(context: AccountContext) {
       if (!clientId) throw new AppError(404, 'APPLICATION_NOT_FOUND', 'Choose an application');
       await me().revokeApplication(ctx.user.id, clientId, meta(request));
     } catch (error) {
-      const { status, errors } = refusal(error, 'applications');
+      const { status, errors } = refusal(reply, error, 'applications');
       return renderApplications(request, reply, ctx, { status, errors });
     }
     return done(reply, '/applications', 'access-revoked');
