@@ -22,6 +22,7 @@ const welcomePlugin: FastifyPluginAsync<{ config: Config }> = async (app, { conf
         mode,
         issuer: config.issuer,
         signInUrl: `${config.loginUrl}/sign-in`,
+        accountUrl: `${config.loginUrl}/account`,
         adminUrl: config.adminUrl,
         adminExists,
         production: config.env === 'production',

@@ -6,6 +6,8 @@ export interface WelcomeView {
   mode: 'on' | 'public';
   issuer: string;
   signInUrl: string;
+  /** The account pages (profile, security, connected applications). */
+  accountUrl: string;
   adminUrl: string;
   /** Only in mode on: whether an admin exists yet. */
   adminExists?: boolean | undefined;
@@ -39,6 +41,7 @@ run <code>idp admin setup-link</code> (or <code>idp users create --admin</code>)
 <dt>Issuer</dt><dd><code>${v.issuer}</code></dd>
 <dt>Discovery</dt><dd>${link(discovery, discovery)}</dd>
 <dt>Sign in</dt><dd>${link(v.signInUrl, 'Sign in or create an account')}</dd>
+<dt>Your account</dt><dd>${link(v.accountUrl, 'Profile, security and connected applications')}</dd>
 ${admin}
 ${
   v.demoUrl
