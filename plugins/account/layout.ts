@@ -64,6 +64,13 @@ export function errorSummary(errors: FormErrors | undefined, form: string, ids: 
 ${items.length ? html`<ul>${items.map(([name, message]) => item(name, message!))}</ul>` : ''}</div>`;
 }
 
+const errorOf = (errors: FormErrors | undefined, form: string, name: string) =>
+  errors?.form === form ? errors.fields[name] : undefined;
+
+/** The cursor goes to the first field of a refused form that needs fixing (as on the sign-up page). */
+const focus = (errors: FormErrors | undefined, form: string, name: string) =>
+  errors?.form === form && Object.keys(errors.fields).find((k) => errors.fields[k]) === name ? html` autofocus` : '';
+
 /** A labelled input; its hint and error are tied to it by aria-describedby. */
 export function input(o: {
   form: string;
@@ -77,14 +84,15 @@ export function input(o: {
   required?: boolean;
 }): Html {
   const id = `${o.form}-${o.name}`;
-  const error = o.errors?.form === o.form ? o.errors.fields[o.name] : undefined;
+  const error = errorOf(o.errors, o.form, o.name);
   const describedBy = [o.hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ');
   const value = o.value ?? undefined;
   return html`<div class="field${error ? ' invalid' : ''}">
 <label for="${id}">${o.label}</label>
 <input id="${id}" name="${o.name}" type="${o.type}" autocomplete="${o.autocomplete}"\
 ${value !== undefined ? html` value="${value}"` : ''}${o.required ? html` required` : ''}\
-${error ? html` aria-invalid="true"` : ''}${describedBy ? html` aria-describedby="${describedBy}"` : ''}>
+${error ? html` aria-invalid="true"` : ''}${describedBy ? html` aria-describedby="${describedBy}"` : ''}\
+${focus(o.errors, o.form, o.name)}>
 ${o.hint ? html`<p class="hint" id="${id}-hint">${o.hint}</p>` : ''}\
 ${error ? html`<p class="error" id="${id}-error">${error}</p>` : ''}
 </div>`;
@@ -93,10 +101,10 @@ ${error ? html`<p class="error" id="${id}-error">${error}</p>` : ''}
 /** A checkbox with its label after it (the explicit confirmation of the account deletion). */
 export function checkbox(o: { form: string; name: string; label: string; errors?: FormErrors | undefined }): Html {
   const id = `${o.form}-${o.name}`;
-  const error = o.errors?.form === o.form ? o.errors.fields[o.name] : undefined;
+  const error = errorOf(o.errors, o.form, o.name);
   return html`<div class="field check${error ? ' invalid' : ''}">
 <input id="${id}" name="${o.name}" type="checkbox" value="yes" required\
-${error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>
+${error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}${focus(o.errors, o.form, o.name)}>
 <label for="${id}">${o.label}</label>
 ${error ? html`<p class="error" id="${id}-error">${error}</p>` : ''}
 </div>`;

@@ -186,6 +186,7 @@ t.test(
     const confirm = plain.getByLabel('Repeat the new password');
     t.equal(await confirm.getAttribute('aria-invalid'), 'true');
     t.equal(await confirm.getAttribute('aria-describedby'), 'password-confirm_password-error');
+    t.equal(await plain.locator('#password-confirm_password:focus').count(), 1, 'the cursor is in the field to fix');
     await shot('no-javascript-error', plain);
     const width = await plain.evaluate(scrollWidth);
     t.ok(width <= 320, `nothing is wider than 320 px (${width})`);

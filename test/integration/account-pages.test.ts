@@ -351,6 +351,8 @@ t.test(
     );
     t.equal(mismatch.statusCode, 400);
     assertInvalid(t, mismatch.body, 'password-confirm_password');
+    t.match(inputTag(mismatch.body, 'password-confirm_password'), ' autofocus', 'the cursor goes to the field');
+    t.equal(mismatch.body.match(/ autofocus/g)?.length, 1, 'and only there');
     t.match(mismatch.body, 'The two new passwords are not the same');
     t.notMatch(mismatch.body, 'new password one', 'no password comes back');
     const wrong = await post(
