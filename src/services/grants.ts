@@ -1,37 +1,18 @@
 // The grants the token endpoint offers, each handler of src/oauth/grants bound to its storage over
 // the repositories. The token endpoint asks `grants.get(grant_type)`; adding a grant is a handler
 // file and a line here.
-import type { Db, Tx } from '../../db/create-db.js';
+import type { Db } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { consumeAuthorizationCode, type AuthorizationCodeRow } from '../../db/repositories/codes.js';
 import { revokeGrant } from '../../db/repositories/grants.js';
 import { lockRefreshToken } from '../../db/repositories/refresh-tokens.js';
 import { findUserById } from '../../db/repositories/users.js';
-import {
-  authorizationCodeGrant,
-  type AuthorizationCodeStore,
-  type CodeRecord,
-} from '../oauth/grants/authorization-code.js';
-import type { GrantClient, GrantHandler, IssuedTokens, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
-import { OAuthError } from '../oauth/errors.js';
+import { authorizationCodeGrant, type AuthorizationCodeStore } from '../oauth/grants/authorization-code.js';
+import type { GrantClient, GrantHandler, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
 import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
 import type { MetricEvents } from '../metrics.js';
 import type { TokenIssuer } from './token-issuer.js';
 
 export type Grant = (params: TokenParams, client: GrantClient) => Promise<TokenResponse>;
-
-const codeRecord = (row: AuthorizationCodeRow): CodeRecord => ({
-  grantId: row.grant_id,
-  clientId: row.client_id,
-  userId: row.user_id,
-  redirectUri: row.redirect_uri,
-  codeChallenge: row.code_challenge,
-  nonce: row.nonce,
-  scope: row.scope,
-  authTime: new Date(row.auth_time),
-  sessionId: row.session_id,
-  expiresAt: new Date(row.expires_at),
-});
 
 export function createGrants(deps: {
   db: Db;
@@ -45,19 +26,14 @@ export function createGrants(deps: {
     return Boolean(user && !user.disabled);
   };
 
-  // The code exchange is one transaction: the code's consumption and its tokens commit together, so a
-  // database lost between the two statements leaves the code unconsumed (the client's retry works), never
-  // consumed without tokens. A refusal (OAuthError) commits: a code that failed a check stays spent and a
-  // replay's revocation stays. The ID token is signed and the bearer cache seeded after the commit.
-  const codeStoreIn = (trx: Tx, work: { issued?: IssuedTokens; reused: boolean; seeds: Array<() => void> }) =>
-    ({
-      async consumeCode(codeHash) {
-        const result = await consumeAuthorizationCode(trx, codeHash);
-        if (!result) return undefined;
-        const code = codeRecord(result.code);
-        return result.replayed ? { code, replayed: true } : { code, replayed: false, userActive: result.userActive };
-      },
-      async revokeReplayedGrant(code) {
+  // The code exchange is one statement (token-issuer.ts exchangeCode): the code's consumption, its checks and its
+  // tokens are all or nothing, so a database lost mid-exchange leaves the code unconsumed (the client's retry
+  // works), never consumed without tokens; a code that fails a check is spent by that same statement. A replay's
+  // revocation and its audit event are one transaction of their own. The ID token is signed afterwards.
+  const codeStore: AuthorizationCodeStore = {
+    consumeAndIssue: (request) => issuer.exchangeCode(db, request),
+    async revokeReplayedGrant(code) {
+      await db.transaction().execute(async (trx) => {
         await revokeGrant(trx, code.grantId);
         await appendAuditEvent(trx, {
           type: 'code.reuse_detected',
@@ -65,45 +41,10 @@ export function createGrants(deps: {
           clientId: code.clientId,
           detail: { grantId: code.grantId },
         });
-        work.reused = true;
-      },
-      issue: (code, options) =>
-        issuer.issueTokens(trx, {
-          grantId: code.grantId,
-          clientId: code.clientId,
-          userId: code.userId,
-          grantScope: code.scope,
-          scope: code.scope,
-          sessionId: code.sessionId,
-          authTime: code.authTime,
-          nonce: code.nonce,
-          refresh: options.refresh ? { kind: 'new' } : { kind: 'none' },
-          seedAfterCommit: work.seeds,
-        }),
-      // Kept until the commit; the answer is made below (what the handler returns here is dropped).
-      async respond(issued) {
-        work.issued = issued;
-        return undefined as unknown as TokenResponse;
-      },
-    }) satisfies AuthorizationCodeStore;
-
-  const codeGrant: Grant = async (params, client) => {
-    const work: { issued?: IssuedTokens; reused: boolean; seeds: Array<() => void> } = { reused: false, seeds: [] };
-    const refused = await db.transaction().execute(async (trx) => {
-      try {
-        await authorizationCodeGrant.handle(params, client, codeStoreIn(trx, work));
-        return undefined;
-      } catch (error) {
-        if (error instanceof OAuthError) return error;
-        throw error;
-      }
-    });
-    if (work.reused) events.reuseDetected('authorization_code');
-    if (refused) throw refused;
-    for (const seed of work.seeds) seed();
-    const response = await issuer.respond(work.issued!);
-    events.tokensIssued(authorizationCodeGrant.grantType);
-    return response;
+      });
+      events.reuseDetected('authorization_code');
+    },
+    respond: issuer.respond,
   };
 
   const refreshStore: RefreshTokenStore = {
@@ -173,5 +114,5 @@ export function createGrants(deps: {
       return response;
     },
   ];
-  return new Map([[authorizationCodeGrant.grantType, codeGrant], bind(refreshTokenGrant, refreshStore)]);
+  return new Map([bind(authorizationCodeGrant, codeStore), bind(refreshTokenGrant, refreshStore)]);
 }

@@ -8,7 +8,9 @@ import type { Db, Tx } from '../../db/create-db.js';
 import { type BearerRow, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
 import { insertTokenSet, rotateCurrentRefreshToken, type TokenSet } from '../../db/repositories/issuance.js';
 import { findRefreshTokenByHash } from '../../db/repositories/refresh-tokens.js';
+import { exchangeAuthorizationCode } from '../../db/repositories/codes.js';
 import type { Config } from '../config.js';
+import type { CodeExchange, CodeExchangeRequest } from '../oauth/grants/authorization-code.js';
 import type { IssuedTokens, TokenResponse } from '../oauth/grants/grant.js';
 import { signIdToken } from '../oauth/id-token.js';
 import { splitScope } from '../oauth/scope.js';
@@ -32,8 +34,6 @@ export interface IssueInput {
   nonce?: string | null;
   /** No refresh token; a new family member (code grant with offline_access); or a rotation. */
   refresh: { kind: 'none' } | { kind: 'new' } | { kind: 'rotate'; presentedHash: string; absoluteExpiresAt: Date };
-  /** Inside a transaction: the bearer cache's seed is pushed here, for the caller to run once it committed. */
-  seedAfterCommit?: Array<() => void>;
 }
 
 /** The bearer cache, told about each access token issued outside a transaction (src/services/bearer.ts). */
@@ -83,7 +83,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
       }
       const rotate = input.refresh.kind === 'rotate';
       // Inside a transaction the row may yet roll back: only a committed statement's answer is cached.
-      const sink = db.isTransaction && !input.seedAfterCommit ? undefined : deps.bearers;
+      const sink = db.isTransaction ? undefined : deps.bearers;
       const started = sink?.generation() ?? 0;
       const found = await insertTokenSet(
         db,
@@ -103,11 +103,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         },
         config.ttl.sessionIdle,
       );
-      if (sink && found) {
-        const seed = () => sink.issued(accessToken, found, started);
-        if (db.isTransaction) input.seedAfterCommit?.push(seed);
-        else seed();
-      }
+      if (sink && found) sink.issued(accessToken, found, started);
       return {
         accessToken,
         refreshToken,
@@ -118,6 +114,51 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         authTime: input.authTime,
         nonce: input.nonce ?? null,
         sessionId: rotate ? null : input.sessionId,
+      };
+    },
+
+    /**
+     * The code exchange in one statement (see exchangeAuthorizationCode): the code consumed and checked, and
+     * its tokens recorded only when every check passed. The new access token goes to the bearer cache.
+     */
+    async exchangeCode(db: Db, request: CodeExchangeRequest): Promise<CodeExchange> {
+      const now = Date.now();
+      const accessToken = generateToken();
+      const refreshToken = generateToken();
+      const absolute = new Date(now + config.ttl.refreshTokenAbsolute * 1000);
+      const started = deps.bearers?.generation() ?? 0;
+      const result = await exchangeAuthorizationCode(
+        db,
+        {
+          ...request,
+          accessHash: hashToken(accessToken),
+          accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
+          refreshId: randomUUID(),
+          refreshHash: hashToken(refreshToken),
+          // Sliding lifetime, never past the family's absolute cap.
+          refreshExpiresAt: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
+          refreshAbsoluteExpiresAt: absolute,
+        },
+        config.ttl.sessionIdle,
+      );
+      if (result.kind !== 'consumed') return result;
+      const { code, checks, issued } = result;
+      if (!issued) return { kind: 'consumed', checks, issued: undefined };
+      if (issued.bearer) deps.bearers?.issued(accessToken, issued.bearer, started);
+      return {
+        kind: 'consumed',
+        checks,
+        issued: {
+          accessToken,
+          refreshToken: issued.refresh ? refreshToken : undefined,
+          scope: code.scope,
+          expiresIn: config.ttl.accessToken,
+          subject: code.userId,
+          clientId: code.clientId,
+          authTime: code.authTime,
+          nonce: code.nonce,
+          sessionId: code.sessionId,
+        },
       };
     },
 

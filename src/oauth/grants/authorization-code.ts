@@ -1,40 +1,57 @@
 // grant_type=authorization_code (RFC 6749 §4.1.3, RFC 7636 §4.6, OIDC Core §3.1.3.2). The code is
-// consumed by one atomic statement before anything else is checked, so of two concurrent exchanges
-// exactly one gets it; a replayed code revokes every token issued from its grant (RFC 6749 §4.1.2).
+// consumed by one atomic step that also checks it against the request and records its tokens only when
+// every check passes: of two concurrent exchanges exactly one gets the code, a code that fails a check is
+// spent all the same, and a replayed code revokes every token issued from its grant (RFC 6749 §4.1.2).
 import { OAuthError } from '../errors.js';
-import { isValidCodeVerifier, verifyPkce } from '../pkce.js';
-import { splitScope } from '../scope.js';
+import { isValidCodeVerifier, s256Challenge } from '../pkce.js';
 import { hashToken } from '../tokens.js';
 import { type GrantHandler, type IssuedTokens, requireParameters, type TokenAnswer } from './grant.js';
 
-/** A stored authorization code (what authorize bound it to). */
-export interface CodeRecord {
+/** A stored authorization code's grant (what a replay revokes). */
+export interface CodeGrant {
   grantId: string;
   clientId: string;
   userId: string;
-  redirectUri: string;
-  codeChallenge: string;
-  nonce: string | null;
-  scope: string;
-  authTime: Date;
-  sessionId: string | null;
-  expiresAt: Date;
 }
 
-export type ConsumedCode =
-  | { code: CodeRecord; replayed: false; userActive: boolean }
-  | { code: CodeRecord; replayed: true };
+/** What the token request binds the code to, checked by the step that consumes it. */
+export interface CodeExchangeRequest {
+  codeHash: string;
+  clientId: string;
+  redirectUri: string;
+  /** BASE64URL(SHA256(code_verifier)): equal to the stored code_challenge (S256, the only method). */
+  codeChallenge: string;
+}
+
+/** Each check of a consumed code, true when it passed; tokens were recorded only if all did. */
+export interface CodeChecks {
+  /** Issued to this client. */
+  sameClient: boolean;
+  /** Within its lifetime. */
+  unexpired: boolean;
+  /** The redirect_uri of its authorization request, exactly. */
+  sameRedirectUri: boolean;
+  /** The verifier's S256 challenge is the code's. */
+  pkce: boolean;
+  /** Its user still exists and is enabled. */
+  userActive: boolean;
+}
+
+export type CodeExchange =
+  | { kind: 'unknown' }
+  | { kind: 'replayed'; code: CodeGrant }
+  | { kind: 'consumed'; checks: CodeChecks; issued: IssuedTokens | undefined };
 
 export interface AuthorizationCodeStore extends TokenAnswer {
   /**
-   * Consumes the code; one that existed but was consumed before comes back `replayed`. A consumed one
-   * says whether its user still exists and is enabled (read by the same statement).
+   * In one atomic step: consumes the code, checks it (CodeChecks) and, only when every check passes,
+   * records the tokens of its grant: access token, refresh token when offline_access was granted
+   * (decisions.md, Protocol), token.issued. A code that existed but was consumed before comes back
+   * `replayed`, with nothing written.
    */
-  consumeCode(codeHash: string): Promise<ConsumedCode | undefined>;
+  consumeAndIssue(request: CodeExchangeRequest): Promise<CodeExchange>;
   /** Revokes the grant of a replayed code and records code.reuse_detected, in one transaction. */
-  revokeReplayedGrant(code: CodeRecord): Promise<void>;
-  /** Records the tokens of this code's grant: access token, refresh token when asked, audit event. */
-  issue(code: CodeRecord, options: { refresh: boolean }): Promise<IssuedTokens>;
+  revokeReplayedGrant(code: CodeGrant): Promise<void>;
 }
 
 const invalidCode = () => new OAuthError('invalid_grant', 'the authorization code is invalid, expired or already used');
@@ -50,24 +67,27 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       throw new OAuthError('invalid_request', 'code_verifier must be 43-128 unreserved characters');
     if (code.length > 256) throw invalidCode();
 
-    const consumed = await store.consumeCode(hashToken(code));
-    if (!consumed) throw invalidCode();
-    const { code: row } = consumed;
-    if (consumed.replayed) {
-      await store.revokeReplayedGrant(row);
+    const exchange = await store.consumeAndIssue({
+      codeHash: hashToken(code),
+      clientId: client.clientId,
+      redirectUri,
+      codeChallenge: s256Challenge(verifier),
+    });
+    if (exchange.kind === 'unknown') throw invalidCode();
+    if (exchange.kind === 'replayed') {
+      await store.revokeReplayedGrant(exchange.code);
       throw invalidCode();
     }
-    if (row.clientId !== client.clientId)
+    // The code is spent whatever these say; the first check that failed is the answer.
+    const { checks } = exchange;
+    if (!checks.sameClient)
       throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
-    if (row.expiresAt.getTime() <= Date.now()) throw invalidCode();
-    if (row.redirectUri !== redirectUri)
+    if (!checks.unexpired) throw invalidCode();
+    if (!checks.sameRedirectUri)
       throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
-    if (!verifyPkce(verifier, row.codeChallenge))
-      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
-    if (!consumed.userActive) throw new OAuthError('invalid_grant', 'the user is not available');
-
-    // Refresh tokens only when offline_access was granted (decisions.md, Protocol).
-    const issued = await store.issue(row, { refresh: splitScope(row.scope).includes('offline_access') });
-    return store.respond(issued);
+    if (!checks.pkce) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+    if (!checks.userActive) throw new OAuthError('invalid_grant', 'the user is not available');
+    if (!exchange.issued) throw new Error('a code that passed every check got no tokens');
+    return store.respond(exchange.issued);
   },
 };
