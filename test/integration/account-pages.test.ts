@@ -237,6 +237,20 @@ t.test('a bad picture URL is a 400 with the error next to the field and in the s
   t.match(still.body, 'value="Pat Person"', 'nothing was saved');
 });
 
+t.test('several profile problems at once: each next to its field, all in the summary', async (t) => {
+  const browser = await signIn('pat@example.com');
+  const { csrf } = await open('/login/account', browser);
+  const form = { csrf, name: 'x'.repeat(201), given_name: 'Pat\u0007', family_name: 'Person', picture: '' };
+  const res = await post('/login/account/profile', form, browser.jar);
+  t.equal(res.statusCode, 400);
+  assertInvalid(t, res.body, 'profile-name');
+  assertInvalid(t, res.body, 'profile-given_name');
+  t.notMatch(inputTag(res.body, 'profile-family_name'), 'aria-invalid', 'a good field is not marked');
+  t.match(res.body, /<a href="#profile-name">[^<]+<\/a><\/li><li><a href="#profile-given_name">/);
+  t.match(inputTag(res.body, 'profile-name'), ' autofocus', 'the cursor goes to the first field to fix');
+  t.match(res.body, `value="${'x'.repeat(201)}"`, 'what was typed comes back to be fixed');
+});
+
 t.test('the status line comes only from the fixed table, never from the query', async (t) => {
   const browser = await signIn('pat@example.com');
   for (const m of ['<script>alert(1)</script>', 'Your account was hacked', 'constructor', 'toString', '__proto__']) {
