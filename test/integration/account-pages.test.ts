@@ -560,3 +560,40 @@ t.test('with rate limits on, repeated wrong passwords get a 429 page with Retry-
   const account = await limited.app.inject({ method: 'GET', url: '/login/account', cookies: jar });
   t.equal(account.statusCode, 200, 'still signed in, the account still there');
 });
+
+t.test('under another LOGIN_URL path the pages, links and return path follow it', async (t) => {
+  const other = await buildTestApp(t, { env: { LOGIN_URL: 'http://localhost:3000/id' } });
+  await other.app.services.users.create({ email: 'moved@example.com', password: PASSWORD, emailVerified: true }, actor);
+  const signedOut = await other.app.inject({ method: 'GET', url: '/id/account/applications' });
+  t.equal(signedOut.statusCode, 303);
+  t.equal(signedOut.headers.location, '/id/sign-in?return_to=%2Fid%2Faccount%2Fapplications');
+  const page = await other.app.inject({ method: 'GET', url: String(signedOut.headers.location) });
+  t.equal(hiddenField(page.body, 'return_to'), '/id/account/applications');
+  const form = { csrf: hiddenField(page.body, 'csrf'), email: 'moved@example.com', password: PASSWORD };
+  const res = await other.app.inject({
+    method: 'POST',
+    url: '/id/sign-in',
+    cookies: cookiesOf(page),
+    headers: FORM,
+    payload: new URLSearchParams({ ...form, return_to: '/id/account/applications' }).toString(),
+  });
+  t.equal(res.headers.location, '/id/account/applications');
+  const off = await other.app.inject({
+    method: 'POST',
+    url: '/id/sign-in',
+    cookies: cookiesOf(page),
+    headers: FORM,
+    payload: new URLSearchParams({ ...form, return_to: '/login/account' }).toString(),
+  });
+  t.equal(off.headers.location, '/id/', 'a path outside this login path is not a return path');
+  const account = await other.app.inject({
+    method: 'GET',
+    url: '/id/account/applications',
+    cookies: { ...cookiesOf(page), ...cookiesOf(res) },
+  });
+  t.equal(account.statusCode, 200);
+  t.match(account.body, '<link rel="stylesheet" href="/id/account/assets/account.css">');
+  t.match(account.body, '<a href="/id/account/security">Security</a>');
+  t.match(account.body, '<form method="post" action="/id/sign-out">');
+  t.notMatch(account.body, '/login/', 'nothing points at the default path');
+});
