@@ -31,6 +31,13 @@ export function first(value: string | string[] | undefined): string | undefined 
 
 export type AccountContext = ReturnType<typeof createAccountContext>;
 
+/** How a page is rendered: after a refusal (its status and errors) or a redirect (its status code `m`). */
+export interface RenderOptions {
+  status?: number;
+  errors?: FormErrors;
+  m?: string | undefined;
+}
+
 export function createAccountContext(app: App, config: Config, loginPath: string) {
   const base = `${loginPath}/account`;
   // The same double-submit cookie as the login pages (one cookie name per config), so one token serves both.

@@ -14,6 +14,7 @@ import { messagePage, signedOutPage } from '../pages/hosted.js';
 import { sendPage, sendStylesheet } from '../pages/kit.js';
 import { createAccountContext } from './context.js';
 import { ACCOUNT_STYLESHEET } from './layout.js';
+import { registerApplicationPages } from './application-pages.js';
 import { registerProfilePages } from './profile-pages.js';
 import { registerSecurityPages } from './security-pages.js';
 
@@ -30,6 +31,7 @@ const accountPages: FastifyPluginAsyncTypebox<AccountPagesOptions> = async (app,
 
   registerProfilePages(context);
   registerSecurityPages(context);
+  registerApplicationPages(context);
 
   // Where the sign-out of this browser's own session (from the sessions list) and the deletion land.
   app.get('/signed-out', async (_request, reply) =>
