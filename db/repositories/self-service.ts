@@ -151,8 +151,9 @@ export async function exportRows(db: Db, userId: string) {
 /**
  * Deletes the user and every row that references them, table by table (not by relying on the foreign
  * keys' cascades alone: some references have none, e.g. audit events and pending authorization
- * requests). Audit events an operator made under this account's name (actor `admin:<email>`) keep the
- * record of the action but no longer name the person. Returns the number of rows per table.
+ * requests, which may also name the address as login_hint). Audit events an operator made under this
+ * account's name (actor `admin:<email>`) keep the record of the action but no longer name the person.
+ * Returns the number of rows per table.
  */
 export async function deleteUserEverywhere(db: Tx, userId: string, email: string): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
@@ -177,7 +178,14 @@ export async function deleteUserEverywhere(db: Tx, userId: string, email: string
     'authorization_requests',
     await db
       .deleteFrom('authorization_requests')
-      .where((eb) => eb.or([eb('login_user_id', '=', userId), eb('consent_user_id', '=', userId)]))
+      .where((eb) =>
+        eb.or([
+          eb('login_user_id', '=', userId),
+          eb('consent_user_id', '=', userId),
+          // A pending request that names the address (login_hint) is about the user too.
+          eb(sql`lower(params->>'login_hint')`, '=', sql`lower(${email})`),
+        ]),
+      )
       .executeTakeFirst(),
   );
   count(

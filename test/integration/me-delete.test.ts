@@ -86,6 +86,20 @@ await obtainCode(app, { ...optsA, scope: 'openid' }, jar);
   );
   await signInWithInject(app, alice.email, alice.password, requestId, cookies);
 }
+{
+  // A request another browser started for her address (login_hint), nobody signed in yet.
+  const query = new URLSearchParams({
+    client_id: appA.clientId,
+    redirect_uri: redirectA,
+    response_type: 'code',
+    scope: 'openid',
+    code_challenge: s256Challenge('w'.repeat(50)),
+    code_challenge_method: 'S256',
+    login_hint: alice.email,
+  });
+  const hinted = await app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}` });
+  if (hinted.statusCode !== 303) throw new Error(`authorize with login_hint: ${hinted.statusCode}`);
+}
 await app.services.accounts.sendVerification(alice, {});
 await app.inject({
   method: 'POST',
@@ -174,6 +188,10 @@ t.test('deleting the account leaves no row about the user in any table', async (
 
   const columns = await allColumns();
   t.ok(columns.size >= 14, `${columns.size} tables checked`);
+  const hinted = await sql`select id from authorization_requests where params->>'login_hint' = ${alice.email}`.execute(
+    db,
+  );
+  t.same(hinted.rows, [], 'no pending request names her address');
   for (const [table, cols] of columns) {
     t.same(await rowsMentioning(table, cols, needles), [], `${table}: nothing mentions the user`);
   }
