@@ -25,6 +25,25 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
 
   app.get('/assets/style.css', async (_request, reply) => sendStylesheet(reply, views.STYLESHEET));
 
+  // A mistyped or outdated address under the login path (the account pages' included): a browser gets a
+  // page with a way on, not the API's JSON 404; other clients keep the JSON body.
+  app.setNotFoundHandler(async (request, reply) => {
+    if (!String(request.headers.accept ?? '').includes('text/html')) {
+      return reply
+        .code(404)
+        .send({ error: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}` });
+    }
+    const body = views.messagePage({
+      loginPath,
+      title: 'Page not found',
+      message: 'There is no page at this address.',
+      link: (await app.currentSession(request))
+        ? { href: `${loginPath}/account`, text: 'Go to your account' }
+        : { href: `${loginPath}/sign-in`, text: 'Sign in' },
+    });
+    return page(reply, body, 404);
+  });
+
   app.get('/', async (request, reply) => {
     const ctx = await app.currentSession(request);
     if (!ctx) return reply.code(303).header('location', `${loginPath}/sign-in`).send();
