@@ -393,20 +393,23 @@ t.test('an idle session ends after SESSION_IDLE_TTL', async (t) => {
   );
 });
 
-t.test('an unknown address under the login path gives a browser a page with a way on, other clients JSON', async (t) => {
-  for (const url of ['/login/no-such-page', '/login/account/no-such-page']) {
-    const page = await inject({ method: 'GET', url, headers: { accept: 'text/html,application/xhtml+xml' } });
-    t.equal(page.statusCode, 404, url);
-    t.match(page.headers['content-type'], /^text\/html/);
-    t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/);
-    t.match(page.body, /<h1>Page not found<\/h1>/);
-    t.match(page.body, /href="\/login\/sign-in"/, 'signed out: a way to sign in');
-    const json = await inject({ method: 'GET', url, headers: { accept: 'application/json' } });
-    t.equal(json.statusCode, 404);
-    t.same(json.json(), { error: 'NOT_FOUND', message: `No route GET ${url}` });
-  }
-  const { jar } = await signedIn();
-  const page = await inject({ method: 'GET', url: '/login/nope', cookies: jar, headers: { accept: 'text/html' } });
-  t.equal(page.statusCode, 404);
-  t.match(page.body, /href="\/login\/account"/, 'signed in: the account pages');
-});
+t.test(
+  'an unknown address under the login path gives a browser a page with a way on, other clients JSON',
+  async (t) => {
+    for (const url of ['/login/no-such-page', '/login/account/no-such-page']) {
+      const page = await inject({ method: 'GET', url, headers: { accept: 'text/html,application/xhtml+xml' } });
+      t.equal(page.statusCode, 404, url);
+      t.match(page.headers['content-type'], /^text\/html/);
+      t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/);
+      t.match(page.body, /<h1>Page not found<\/h1>/);
+      t.match(page.body, /href="\/login\/sign-in"/, 'signed out: a way to sign in');
+      const json = await inject({ method: 'GET', url, headers: { accept: 'application/json' } });
+      t.equal(json.statusCode, 404);
+      t.same(json.json(), { error: 'NOT_FOUND', message: `No route GET ${url}` });
+    }
+    const { jar } = await signedIn();
+    const page = await inject({ method: 'GET', url: '/login/nope', cookies: jar, headers: { accept: 'text/html' } });
+    t.equal(page.statusCode, 404);
+    t.match(page.body, /href="\/login\/account"/, 'signed in: the account pages');
+  },
+);
