@@ -42,7 +42,6 @@ t.test('no application yet: an empty list', async (t) => {
   t.same(res.json(), { applications: [] });
 });
 
-
 t.test('lists each application with scopes, date granted and last use', async (t) => {
   const res = await me('GET', '/applications', { jar });
   t.equal(res.statusCode, 200);
