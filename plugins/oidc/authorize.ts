@@ -28,11 +28,10 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
     await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
-    const decision = await app.services.authorization.authorize(
-      params,
-      app.bindBrowser(request, reply),
-      await app.currentSession(request),
-    );
+    const decision = await app.services.authorization.authorize(params, app.bindBrowser(request, reply), {
+      cookie: request.cookies?.[app.sessionCookieName],
+      resolve: () => app.currentSession(request),
+    });
     return sendDecision(reply, decision, config.loginUrl);
   };
 

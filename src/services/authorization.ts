@@ -26,14 +26,17 @@
 // other step it records nothing and the browser is sent to the step that is due.
 // A signed-in browser with nothing to ask (the common single sign-on) stores no request at all: the
 // code is issued by one statement that writes nothing unless the user's remembered consent covers the
-// scopes; only when a page must be shown is the request stored, bound as above.
+// scopes; only when a page must be shown is the request stored, bound as above. Without prompt=login or
+// prompt=consent that statement also finds the session (issueCodeForSession): the cookie's live session, of
+// an enabled user with a verified e-mail, within max_age, with the consent remembered, is what nextStep()
+// answers 'issue' for; when it writes nothing, the session is looked up and nextStep() decides as above.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
 import * as requests from '../../db/repositories/authorization-requests.js';
 import type { AuthorizationRequestRow } from '../../db/repositories/authorization-requests.js';
 import { findConsent, upsertConsent } from '../../db/repositories/consents.js';
-import { issueCodeForRequest, issueCodeIfConsented } from '../../db/repositories/issuance.js';
+import { issueCodeForRequest, issueCodeForSession, issueCodeIfConsented } from '../../db/repositories/issuance.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import type { Application } from '../domain/application.js';
 import type { Config } from '../config.js';
@@ -43,6 +46,7 @@ import { formatScope } from '../oauth/scope.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { ApplicationService } from './applications.js';
 import type { SessionContext } from '../domain/session.js';
+import { sessionTouchSeconds } from './sessions.js';
 
 export { appendQuery, type RawParams };
 
@@ -55,6 +59,12 @@ export type Decision =
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
   | { kind: 'consent'; requestId: string };
+
+/** The hosted-login session a request presents: its cookie's value, and its lookup (once per request). */
+export interface PresentedSession {
+  cookie: string | undefined;
+  resolve(): Promise<SessionContext | undefined>;
+}
 
 /** A pending authorization request as the hosted pages see it. */
 export interface PendingRequest {
@@ -227,27 +237,52 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     params: AuthorizationRequestParams,
     ctx: SessionContext,
   ): Promise<Decision | undefined> {
+    const { code, row: codeRow } = newCode(params);
+    const row = { ...codeRow, userId: ctx.user.id, sessionId: ctx.session.id, authTime: ctx.session.auth_time };
+    // Completing the request (or finding the consent) and issuing the code happen together, once.
+    const issued =
+      'requestId' in gate
+        ? await issueCodeForRequest(db, gate.requestId, row)
+        : await issueCodeIfConsented(db, row, gate.consentCovers);
+    return issued ? codeRedirect(params, code) : undefined;
+  }
+
+  function newCode(params: AuthorizationRequestParams) {
     const code = generateToken();
     const row = {
       grantId: randomUUID(),
-      userId: ctx.user.id,
       clientId: params.client_id,
       scope: formatScope(params.scope),
-      sessionId: ctx.session.id,
-      authTime: ctx.session.auth_time,
       codeHash: hashToken(code),
       redirectUri: params.redirect_uri,
       codeChallenge: params.code_challenge,
       nonce: params.nonce ?? null,
       expiresAt: new Date(Date.now() + config.ttl.authorizationCode * 1000),
     };
-    // Completing the request (or finding the consent) and issuing the code happen together, once.
-    const issued =
-      'requestId' in gate
-        ? await issueCodeForRequest(db, gate.requestId, row)
-        : await issueCodeIfConsented(db, row, gate.consentCovers);
-    if (!issued) return undefined;
-    return { kind: 'redirect', url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }) };
+    return { code, row };
+  }
+
+  const codeRedirect = (params: AuthorizationRequestParams, code: string): Decision => ({
+    kind: 'redirect',
+    url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }),
+  });
+
+  /**
+   * Single sign-on in one statement, for a request that asks neither prompt=login nor prompt=consent: grant
+   * and code for the cookie's session if nextStep() would answer 'issue' for it (see issueCodeForSession);
+   * undefined, with nothing written, otherwise.
+   */
+  async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string) {
+    if (cookie.length > 100 || params.prompt.includes('login') || params.prompt.includes('consent')) return undefined;
+    const { code, row } = newCode(params);
+    const issued = await issueCodeForSession(db, row, {
+      sessionHash: hashToken(cookie),
+      idleSeconds: config.ttl.sessionIdle,
+      touchSeconds: sessionTouchSeconds(config.ttl.sessionIdle),
+      maxAge: params.max_age ?? null,
+      scopes: params.scope,
+    });
+    return issued ? codeRedirect(params, code) : undefined;
   }
 
   async function issueForRequest(requestId: string, params: AuthorizationRequestParams, ctx: SessionContext) {
@@ -293,9 +328,10 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   return {
     /**
      * GET/POST authorize: validate, store the request bound to this browser, and decide the first step.
-     * `browser` is the browser-binding secret the endpoint keeps in a cookie.
+     * `browser` is the browser-binding secret the endpoint keeps in a cookie; `session` the hosted-login
+     * session the browser presents.
      */
-    async authorize(raw: RawParams, browser: string, ctx: SessionContext | undefined): Promise<Decision> {
+    async authorize(raw: RawParams, browser: string, session: PresentedSession): Promise<Decision> {
       const { app, redirectUri, state } = await verifyClient(raw);
       let params: AuthorizationRequestParams;
       try {
@@ -304,6 +340,11 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         if (error instanceof OAuthError) return errorRedirect({ redirect_uri: redirectUri, state }, error);
         throw error;
       }
+      if (session.cookie) {
+        const issued = await issueForSessionCookie(params, session.cookie);
+        if (issued) return issued;
+      }
+      const ctx = await session.resolve();
       if (ctx) return authorizeSignedIn(params, browser, ctx);
       return decideFor(await storeRequest(params, browser), ctx);
     },

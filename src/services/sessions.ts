@@ -15,10 +15,12 @@ import { toAccountUser, toSession } from './rows.js';
 
 export type { SessionContext } from '../domain/session.js';
 
+/** last_seen_at is written at most this often per session (see findLiveSession). */
+export const sessionTouchSeconds = (idleSeconds: number) => Math.min(60, idleSeconds / 10);
+
 export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSeconds: number }) {
   const { db } = deps;
-  // last_seen_at is written at most this often per session (see findLiveSession).
-  const touchSeconds = Math.min(60, deps.idleSeconds / 10);
+  const touchSeconds = sessionTouchSeconds(deps.idleSeconds);
   const newSession = (userId: string, meta: { ip: string | null; userAgent: string | null }) => {
     const token = generateToken();
     const now = new Date();

@@ -1,0 +1,148 @@
+// Single sign-on in one statement (issue 14): authorize with a session cookie finds the live session, checks
+// what nextStep() would (enabled user, verified e-mail, max_age, remembered consent, no prompt=login/consent)
+// and writes grant, code and authorization.granted at once; whenever one of these does not hold it writes
+// nothing and the long way answers exactly as before.
+import t from 'tap';
+import { sql } from 'kysely';
+import { buildTestApp } from '../helpers/app.js';
+import { obtainTokens } from '../helpers/flow.js';
+import { s256Challenge } from '../../src/oauth/pkce.js';
+import { hashToken } from '../../src/oauth/tokens.js';
+
+const { app, database } = await buildTestApp(t);
+const db = database.db;
+const actor = { actor: 'test' };
+const redirectUri = 'https://rp.example.com/cb';
+const client = await app.services.applications.create(
+  {
+    clientName: 'SSO RP',
+    redirectUris: [redirectUri],
+    allowedScopes: ['openid', 'profile', 'email', 'offline_access'],
+  },
+  actor,
+);
+const email = 'sso-one@example.com';
+const user = await app.services.users.create({ email, password: 'sso-one-password', emailVerified: true }, actor);
+const flow = { clientId: client.clientId, redirectUri, email, password: 'sso-one-password', scope: 'openid profile' };
+const { jar } = await obtainTokens(app, flow);
+const session = (
+  await sql<{ id: string; auth_time: Date }>`select id, auth_time from sessions where user_id = ${user.id}`.execute(db)
+).rows[0]!;
+
+const authorize = (extra: Record<string, string> = {}) =>
+  app.inject({
+    method: 'GET',
+    url: `/api/auth/oauth2/authorize?${new URLSearchParams({
+      client_id: client.clientId,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'openid profile',
+      state: 'st',
+      code_challenge: s256Challenge('v'.repeat(43)),
+      code_challenge_method: 'S256',
+      ...extra,
+    })}`,
+    cookies: jar,
+  });
+const where = (location: string) => {
+  const url = new URL(location, 'http://localhost');
+  return url.origin === 'https://rp.example.com' ? (url.searchParams.get('code') ? 'code' : 'error') : url.pathname;
+};
+const count = async (table: 'grants' | 'authorization_requests') =>
+  Number((await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(db)).rows[0]!.n);
+
+t.test('a code at once, bound to the presenting session, with one authorization.granted', async (t) => {
+  const requests = await count('authorization_requests');
+  const res = await authorize({ nonce: 'n-1' });
+  t.equal(res.statusCode, 303);
+  const location = new URL(String(res.headers.location));
+  t.equal(location.searchParams.get('state'), 'st');
+  t.equal(location.searchParams.get('iss'), 'http://localhost:3000/api/auth');
+  const code = (
+    await sql<{
+      user_id: string;
+      session_id: string;
+      auth_time: Date;
+      grant_id: string;
+      nonce: string;
+      scope: string;
+    }>`select user_id, session_id, auth_time, grant_id, nonce, scope from authorization_codes
+        where code_hash = ${hashToken(location.searchParams.get('code')!)}`.execute(db)
+  ).rows[0]!;
+  t.equal(code.user_id, user.id);
+  t.equal(code.session_id, session.id);
+  t.equal(new Date(code.auth_time).getTime(), new Date(session.auth_time).getTime(), "the session's auth_time");
+  t.equal(code.nonce, 'n-1');
+  t.equal(code.scope, 'openid profile');
+  const grant = (
+    await sql<{ user_id: string; session_id: string }>`select user_id, session_id from grants
+      where id = ${code.grant_id}`.execute(db)
+  ).rows[0]!;
+  t.same(grant, { user_id: user.id, session_id: session.id });
+  const events = await sql<{ n: number }>`select count(*)::int as n from audit_events
+    where type = 'authorization.granted' and detail->>'grantId' = ${code.grant_id}`.execute(db);
+  t.equal(events.rows[0]!.n, 1);
+  t.equal(await count('authorization_requests'), requests, 'no pending request stored');
+});
+
+t.test('whatever nextStep would ask for, nothing is written and the long way answers', async (t) => {
+  const cases: Array<{
+    name: string;
+    extra?: Record<string, string>;
+    setup?: string;
+    undo?: string;
+    expect: string;
+  }> = [
+    { name: 'prompt=login', extra: { prompt: 'login' }, expect: '/login/sign-in' },
+    { name: 'prompt=consent', extra: { prompt: 'consent' }, expect: '/login/consent' },
+    { name: 'scopes beyond the remembered consent', extra: { scope: 'openid email' }, expect: '/login/consent' },
+    {
+      name: 'prompt=none, scopes beyond the consent',
+      extra: { scope: 'openid email', prompt: 'none' },
+      expect: 'error',
+    },
+    {
+      name: 'a sign-in older than max_age',
+      extra: { max_age: '60' },
+      setup: `update sessions set auth_time = now() - interval '2 minutes' where user_id = $1`,
+      undo: `update sessions set auth_time = now() where user_id = $1`,
+      expect: '/login/sign-in',
+    },
+    {
+      name: 'an unverified e-mail',
+      setup: 'update users set email_verified = false where id = $1',
+      undo: 'update users set email_verified = true where id = $1',
+      expect: '/login/verify-email',
+    },
+    {
+      name: 'a revoked session',
+      setup: 'update sessions set revoked_at = now() where user_id = $1',
+      undo: 'update sessions set revoked_at = null where user_id = $1',
+      expect: '/login/sign-in',
+    },
+    {
+      name: 'a session idle for too long',
+      setup: `update sessions set last_seen_at = now() - interval '400 days' where user_id = $1`,
+      undo: 'update sessions set last_seen_at = now() where user_id = $1',
+      expect: '/login/sign-in',
+    },
+    {
+      name: 'a disabled user',
+      setup: 'update users set disabled = true where id = $1',
+      undo: 'update users set disabled = false where id = $1',
+      expect: '/login/sign-in',
+    },
+  ];
+  for (const c of cases) {
+    const run = (text: string) => sql.raw(text.replace('$1', `'${user.id}'`)).execute(db);
+    if (c.setup) await run(c.setup);
+    const grants = await count('grants');
+    const res = await authorize(c.extra);
+    if (c.undo) await run(c.undo);
+    t.equal(res.statusCode, 303, `${c.name}: 303`);
+    t.equal(where(String(res.headers.location)), c.expect, `${c.name}: ${c.expect}`);
+    t.equal(await count('grants'), grants, `${c.name}: no grant`);
+  }
+  t.equal(where(String((await authorize({ max_age: '3600' })).headers.location)), 'code', 'within max_age: a code');
+  t.equal(where(String((await authorize()).headers.location)), 'code', 'and afterwards as before');
+});
