@@ -199,3 +199,19 @@ export async function deleteUserEverywhere(db: Tx, userId: string, email: string
   count('users', await db.deleteFrom('users').where('id', '=', userId).executeTakeFirst());
   return counts;
 }
+
+/**
+ * Whether an enabled administrator other than `userId` exists. The admins' rows are locked, so that two
+ * administrators deleting themselves at once cannot both count on the other.
+ */
+export async function anotherActiveAdmin(db: Tx, userId: string): Promise<boolean> {
+  const rows = await db
+    .selectFrom('users')
+    .select('id')
+    .where('role', '=', 'admin')
+    .where('disabled', '=', false)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  return rows.some((r) => r.id !== userId);
+}

@@ -238,3 +238,26 @@ t.test("the deleted user's tokens and sessions stop at once; others are untouche
   await settle();
   t.ok(smtp.mails.length > 0);
 });
+
+t.test('the last enabled administrator cannot delete their account; with another one, they can', async (t) => {
+  const password = 'admin-password-1';
+  const email = `admin-${Math.random().toString(36).slice(2, 8)}@example.com`;
+  const admin = await app.services.users.create({ email, password, emailVerified: true, role: 'admin' }, actor);
+  const adminJar = await signIn(email, password);
+  const refused = await me('DELETE', '', { jar: adminJar, body: { password } });
+  t.equal(refused.statusCode, 409);
+  t.equal(refused.json().error, 'LAST_ADMIN');
+  t.match(refused.json().message, /make another user an administrator/);
+  t.equal((await me('GET', '', { jar: adminJar })).statusCode, 200, 'still there, still signed in');
+
+  // A disabled administrator does not count.
+  const other = await app.services.users.create(
+    { email: `other-${email}`, password, role: 'admin', disabled: true },
+    actor,
+  );
+  t.equal((await me('DELETE', '', { jar: adminJar, body: { password } })).json().error, 'LAST_ADMIN');
+  await app.services.users.setDisabled(other.id, false, actor);
+  const deleted = await me('DELETE', '', { jar: adminJar, body: { password } });
+  t.equal(deleted.statusCode, 204);
+  t.same(await db.selectFrom('users').select('id').where('id', '=', admin.id).execute(), []);
+});

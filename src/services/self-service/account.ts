@@ -5,10 +5,11 @@
 //    unexchanged codes, reset and e-mail change links; then the "password changed" mail.
 //  - Deletion: one transaction deletes the user and every row that references it, then records one
 //    user.deleted event naming nobody. The bearer cache learns of it from the delete of the users row
-//    (src/services/invalidation.ts), so the user's tokens answer 401 at once.
+//    (src/services/invalidation.ts), so the user's tokens answer 401 at once. The last enabled
+//    administrator cannot delete themselves (409 LAST_ADMIN).
 import { appendAuditEvent } from '../../../db/repositories/audit.js';
 import { listUserEmailChanges } from '../../../db/repositories/email-changes.js';
-import { deleteUserEverywhere, exportRows } from '../../../db/repositories/self-service.js';
+import { anotherActiveAdmin, deleteUserEverywhere, exportRows } from '../../../db/repositories/self-service.js';
 import { findUserByEmail, lockUserById, updateUserRow } from '../../../db/repositories/users.js';
 import { AppError, validationError } from '../../errors.js';
 import { hashPassword, passwordLengthProblem } from '../../passwords.js';
@@ -139,6 +140,14 @@ export function createAccountMethods(
     await db.transaction().execute(async (trx) => {
       const locked = await lockUserById(trx, userId);
       if (!locked) throw signedOut();
+      // The last administrator would leave the admin web to whoever next finds the setup token.
+      if (locked.role === 'admin' && !(await anotherActiveAdmin(trx, userId))) {
+        throw new AppError(
+          409,
+          'LAST_ADMIN',
+          'You are the only administrator: make another user an administrator before deleting your account',
+        );
+      }
       const counts = await deleteUserEverywhere(trx, userId, locked.email);
       // Names nobody: the person is gone from every table, this record included.
       await appendAuditEvent(trx, { type: 'user.deleted', actor: 'self', userId: null, detail: { rows: counts } });
