@@ -6,6 +6,7 @@
 import { CompiledQuery } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
 import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
+import { liveSessionCtes } from './sessions.js';
 
 function run<R>(db: Db, name: string, text: string, parameters: unknown[]): Promise<R[]> {
   return executePrepared(db, name, CompiledQuery.raw(text, parameters) as CompiledQuery<R>);
@@ -107,14 +108,7 @@ export interface SessionGate {
 // takes the long way (session lookup, nextStep), which says why. $1 grant id, $2 client, $3 scope, $4 code hash,
 // $5 redirect_uri, $6 code_challenge, $7 nonce, $8 code expiry, $9 audit detail, $10 session hash, $11 idle
 // timeout, $12 touch interval, $13 max_age (null: none), $14 the scopes.
-const BY_SESSION = `with s as (
-  select id, user_id, auth_time from sessions
-   where token_hash = $10::text and revoked_at is null and expires_at > now()
-     and last_seen_at > now() - make_interval(secs => $11::double precision)
-), touched as (
-  update sessions set last_seen_at = now()
-   where id = (select id from s) and last_seen_at < now() - make_interval(secs => $12::double precision)
-), gate as (
+const BY_SESSION = `with ${liveSessionCtes(10, 11, 12)}, gate as (
   select s.id, s.user_id, s.auth_time from s join users u on u.id = s.user_id
    where u.disabled = false and u.email_verified
      and ($13::double precision is null or s.auth_time >= now() - make_interval(secs => $13::double precision))

@@ -38,14 +38,19 @@ export async function insertSignedInSession(db: Db, row: Parameters<typeof inser
 // timeout) is written only when it is older than $3 seconds: a read on almost every request, a write
 // about once a minute per session. The idle timeout then counts from a last-seen time up to $3 seconds
 // old, so a session ends at most that much EARLIER than idle-after-last-use, never later.
-const LIVE_SESSION = `with s as (
+// The two CTEs (s: the live session; touched) are shared with single sign-on's one-statement authorize
+// (issuance.ts), so that both judge a session alike: `liveSessionCtes(hash, idle, touch)` with the numbers
+// of the parameters holding the cookie's hash, the idle timeout and the touch interval.
+export const liveSessionCtes = (hash: number, idle: number, touch: number) => `s as (
   select id, user_id, auth_time from sessions
-   where token_hash = $1::text and revoked_at is null and expires_at > now()
-     and last_seen_at > now() - make_interval(secs => $2::double precision)
+   where token_hash = $${hash}::text and revoked_at is null and expires_at > now()
+     and last_seen_at > now() - make_interval(secs => $${idle}::double precision)
 ), touched as (
   update sessions set last_seen_at = now()
-   where id = (select id from s) and last_seen_at < now() - make_interval(secs => $3::double precision)
-)
+   where id = (select id from s) and last_seen_at < now() - make_interval(secs => $${touch}::double precision)
+)`;
+
+const LIVE_SESSION = `with ${liveSessionCtes(1, 2, 3)}
 select s.id as session_id, s.auth_time, u.id, u.email, u.email_verified, u.name, u.given_name, u.family_name,
   u.picture, u.permissions, u.disabled, u.role
 from s join users u on u.id = s.user_id and u.disabled = false`;
