@@ -107,15 +107,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // Every answer, JSON included (ASVS 5.0 3.4.1, 3.4.4): no MIME sniffing, and on https a browser keeps
   // to https for a year (not includeSubDomains: the operator's other hosts are not ours to decide).
+  // One callback-style hook for every request (a second hook, or an async one, costs each request a
+  // turn of the hook runner; the static answers are only a few times dearer than that).
   const hsts = config.baseUrl.startsWith('https://');
-  app.addHook('onRequest', async (request, reply) => {
+  const answeredWhileClosing = serviceUnavailableWhileClosing(app);
+  app.addHook('onRequest', (request, reply, done) => {
     reply
       .header('x-request-id', request.id)
       .header('traceparent', traceparent(traceRequest(request.raw)))
       .header('x-content-type-options', 'nosniff');
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000');
+    if (!answeredWhileClosing(reply)) done();
   });
-  serviceUnavailableWhileClosing(app);
 
   app.setErrorHandler(firstPartyJsonErrors({ bodyLimit: BODY_LIMIT }));
 

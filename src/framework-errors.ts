@@ -77,20 +77,22 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
  * an open keep-alive connection gets 503 in the first-party shape and `Connection: close`, before any
  * route runs (the database may be closing). Requests already past this point finish normally.
  */
-export function serviceUnavailableWhileClosing(app: FastifyInstance): void {
+export function serviceUnavailableWhileClosing(app: FastifyInstance): (reply: FastifyReply) => boolean {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
-    return reply
+  /** True when it answered (the caller's onRequest hook then stops). */
+  return (reply) => {
+    if (!closing) return false;
+    void reply
       .code(503)
       .header('connection', 'close')
       .header('retry-after', '1')
       .header('cache-control', 'no-store')
       .send({ error: 'SERVICE_UNAVAILABLE', message: 'The server is shutting down; try again' });
-  });
+    return true;
+  };
 }
 
 /**

@@ -34,13 +34,15 @@ function randomHex(bytes: number): string {
 
 /** The trace of a request with this `traceparent` header (a new trace when it is missing or invalid). */
 export function traceOf(header: string | string[] | undefined): Trace {
-  const spanId = newSpanId();
   const match = typeof header === 'string' && header.length === 55 ? TRACEPARENT.exec(header) : null;
   if (match && match[1] !== ZERO_TRACE && match[2] !== ZERO_PARENT) {
-    return { traceId: match[1]!, spanId, flags: Number.parseInt(match[3]!, 16) & 1 ? '01' : '00' };
+    return { traceId: match[1]!, spanId: newSpanId(), flags: Number.parseInt(match[3]!, 16) & 1 ? '01' : '00' };
   }
-  let traceId = randomHex(16);
-  while (traceId === ZERO_TRACE) traceId = randomHex(16);
+  // A new trace id and span id from one draw of 24 random bytes (one hex conversion per request).
+  const hex = randomHex(24);
+  const traceId = hex.slice(0, 32);
+  const spanId = hex.slice(32);
+  if (traceId === ZERO_TRACE || spanId === ZERO_PARENT) return traceOf(undefined);
   return { traceId, spanId, flags: '00' };
 }
 

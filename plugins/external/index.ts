@@ -16,9 +16,7 @@ const externalPlugin: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { hide: true, response: { 204: NoContent('CORS preflight') } } as never },
     async (request, reply) => app.cors.preflight(request, reply),
   );
-  app.addHook('onSend', async (request, reply) => {
-    if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
-  });
+  app.addHook('onSend', app.cors.onSend);
   await app.register(meRoute);
 };
 

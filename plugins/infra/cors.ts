@@ -9,7 +9,7 @@
 //    when the request speaks for no known client (an error before one is identified), any registered origin.
 //  - Never credentials; always Vary: Origin.
 import fp from 'fastify-plugin';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 
 export const CORS_CACHE_SECONDS = 60;
 export const CORS_MAX_AGE_SECONDS = 600;
@@ -25,6 +25,8 @@ declare module 'fastify' {
     cors: {
       preflight(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply>;
       actual(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+      /** actual() as an onSend hook of a route's context (OPTIONS is the preflight's). */
+      onSend: onSendHookHandler;
       invalidate(): void;
       registeredOrigins(): Promise<Set<string>>;
     };
@@ -57,9 +59,39 @@ export default fp(
     // Declared here (Fastify's decorateRequest), set by whoever learns the client: bearer-auth, the client endpoints.
     app.decorateRequest('corsClientId', undefined);
     app.decorateRequest('corsClient', undefined);
+    async function actual(request: FastifyRequest, reply: FastifyReply) {
+      reply.header('vary', 'Origin');
+      const origin = request.headers.origin;
+      if (!origin) return;
+      const clientId = request.corsClient?.clientId ?? request.corsClientId;
+      if (clientId) {
+        const client = request.corsClient ?? (await app.services.applications.find(clientId).catch(() => undefined));
+        if (client?.enabled && client.allowedWebOrigins.includes(origin))
+          reply.header('access-control-allow-origin', origin);
+        return;
+      }
+      // No client known (a 401 for an unknown token, say): registered origins may read the error, so an
+      // app can tell "sign in again" from a network failure; nothing of any client is disclosed.
+      if ((await registeredOrigins()).has(origin)) reply.header('access-control-allow-origin', origin);
+    }
+
     app.decorate('cors', {
       registeredOrigins,
       invalidate,
+      actual,
+      // Callback style, and nothing awaited without an Origin header (most bearer and token requests come
+      // from servers): no promise per request on the hot routes.
+      onSend(request, reply, payload, done) {
+        if (request.method === 'OPTIONS') return done(null, payload);
+        if (request.headers.origin === undefined) {
+          reply.header('vary', 'Origin');
+          return done(null, payload);
+        }
+        actual(request, reply).then(
+          () => done(null, payload),
+          (error: Error) => done(error),
+        );
+      },
       async preflight(request: FastifyRequest, reply: FastifyReply) {
         const origin = request.headers.origin;
         reply.header('vary', 'Origin').header('cache-control', 'no-store');
@@ -71,21 +103,6 @@ export default fp(
             .header('access-control-max-age', String(CORS_MAX_AGE_SECONDS));
         }
         return reply.code(204).send();
-      },
-      async actual(request: FastifyRequest, reply: FastifyReply) {
-        reply.header('vary', 'Origin');
-        const origin = request.headers.origin;
-        if (!origin) return;
-        const clientId = request.corsClient?.clientId ?? request.corsClientId;
-        if (clientId) {
-          const client = request.corsClient ?? (await app.services.applications.find(clientId).catch(() => undefined));
-          if (client?.enabled && client.allowedWebOrigins.includes(origin))
-            reply.header('access-control-allow-origin', origin);
-          return;
-        }
-        // No client known (a 401 for an unknown token, say): registered origins may read the error, so an
-        // app can tell "sign in again" from a network failure; nothing of any client is disclosed.
-        if ((await registeredOrigins()).has(origin)) reply.header('access-control-allow-origin', origin);
       },
     });
   },

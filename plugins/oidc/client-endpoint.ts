@@ -18,9 +18,7 @@ export function setUpClientEndpoint(app: FastifyInstance, path: string) {
     const clientId = (request.body as Record<string, unknown> | undefined)?.client_id;
     if (typeof clientId === 'string') request.corsClientId = clientId;
   });
-  app.addHook('onSend', async (request, reply) => {
-    if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
-  });
+  app.addHook('onSend', app.cors.onSend);
   app.options(path, { schema: { response: { 204: NoContent('CORS preflight') } } }, async (request, reply) =>
     app.cors.preflight(request, reply),
   );

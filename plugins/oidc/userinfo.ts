@@ -30,9 +30,7 @@ const userinfoPlugin: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { response: { 204: NoContent('CORS preflight') } } },
     async (request, reply) => app.cors.preflight(request, reply),
   );
-  app.addHook('onSend', async (request, reply) => {
-    if (request.method !== 'OPTIONS') await app.cors.actual(request, reply);
-  });
+  app.addHook('onSend', app.cors.onSend);
 };
 
 export default userinfoPlugin;
