@@ -9,6 +9,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { trimArrayParsers } from './pglite-parsers.js';
+import { createStatementCache } from './pglite-statements.js';
 import { serializeError, type WorkerInit, type WorkerReply, type WorkerRequest } from './pglite-protocol.js';
 
 if (!parentPort) throw new Error('db/pglite-worker.ts runs as a worker thread (see db/pglite-client.ts)');
@@ -22,6 +23,7 @@ let owner: number | undefined;
 let running = false;
 let closed = false;
 let pglite: PGlite | undefined;
+let statements: ReturnType<typeof createStatementCache> | undefined;
 
 port.on('message', (request: WorkerRequest) => {
   if (owner !== undefined && request.type === 'query' && request.conn === owner) ownQueue.push(request);
@@ -49,7 +51,7 @@ async function run(db: PGlite, request: WorkerRequest): Promise<void> {
     if (request.type === 'query') {
       if (request.tx === 'begin') owner = request.conn;
       try {
-        const result = await db.query(request.sql, request.params as unknown[]);
+        const result = await statements!.run(request.sql, request.params);
         reply({ type: 'result', id: request.id, rows: result.rows, affectedRows: result.affectedRows });
       } catch (error) {
         // A failed begin opened nothing; commit and rollback end the transaction whatever they answer.
@@ -92,6 +94,7 @@ try {
     : new PGlite(init.loadDataDir ? { loadDataDir: init.loadDataDir } : {});
   await instance.waitReady;
   await trimArrayParsers(instance);
+  statements = createStatementCache(instance);
   pglite = instance;
   reply({ type: 'ready' });
   void pump();
