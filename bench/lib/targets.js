@@ -20,8 +20,8 @@ import { FLOW_SCOPE, loginFlow } from './flows.js';
 export const USERS = Number(process.env.BENCH_VUS || 16);
 const PRELOAD = ['--import', './bench/lib/count-statements.js'];
 /** BENCH_CPU_PROF=DIR: our server writes V8 CPU profiles (one per thread, the PGlite worker's too) into DIR. */
-const cpuProfile = () =>
-  process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+const cpuProfile = (sub = '') =>
+  process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, sub)}`] : [];
 
 const OUR_PATHS = {
   authorize: '/api/auth/oauth2/authorize',
@@ -181,7 +181,8 @@ export async function startBare(bodies) {
   const readyMs = await startProcess({
     name: 'server',
     label: 'the bare Fastify server',
-    args: ['-e', BARE_SCRIPT],
+    // BENCH_CPU_PROF=DIR: the ceiling's profiles go to DIR/bare, to compare with ours function by function.
+    args: [...cpuProfile('bare'), '-e', BARE_SCRIPT],
     env: { ...baseEnv(), PORT: String(port), BARE_ROUTES: JSON.stringify(bodies) },
     readyUrl: `${origin}/healthz`,
   });
