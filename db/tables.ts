@@ -16,6 +16,8 @@ export interface UsersTable {
   permissions: Json<string[]>;
   disabled: Generated<boolean>;
   role: ColumnType<'user' | 'admin', 'user' | 'admin' | undefined, 'user' | 'admin'>;
+  /** Sealed authorization codes issued before this are dead (0012-sealed-codes). */
+  codes_revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -120,6 +122,7 @@ export interface GrantsTable {
   auth_time: Date | null;
 }
 
+/** Codes stored by the releases before sealed codes (0012-sealed-codes): redeemed until they expire. */
 export interface AuthorizationCodesTable {
   code_hash: string;
   grant_id: string;

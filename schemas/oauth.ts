@@ -14,11 +14,16 @@ export const OAuthErrorSchema = Type.Object(
 
 /**
  * Query or form parameters of a protocol endpoint. Loose on purpose: the code answers with the RFC's
- * error codes, not a schema error.
+ * error codes, not a schema error. A value may be as long as a sealed authorization code with the longest
+ * nonce authorize accepts (2,048 characters of up to 3 UTF-8 bytes: about 9,000); the body limit is 16 KiB.
  */
+const PARAM_MAX = 12_288;
 export const OAuthParamsSchema = Type.Record(
   Type.String({ maxLength: 64 }),
-  Type.Union([Type.String({ maxLength: 4096 }), Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10 })]),
+  Type.Union([
+    Type.String({ maxLength: PARAM_MAX }),
+    Type.Array(Type.String({ maxLength: PARAM_MAX }), { maxItems: 10 }),
+  ]),
 );
 
 /** The error answers of the token endpoints. */

@@ -12,6 +12,7 @@ import * as m0008 from './0008-invalidation-notices.js';
 import * as m0009 from './0009-rate-limits.js';
 import * as m0010 from './0010-key-notices.js';
 import * as m0011 from './0011-email-changes.js';
+import * as m0012 from './0012-sealed-codes.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -25,6 +26,7 @@ export const migrations: Record<string, Migration> = {
   '0009-rate-limits': m0009,
   '0010-key-notices': m0010,
   '0011-email-changes': m0011,
+  '0012-sealed-codes': m0012,
 };
 
 export const migrationProvider: MigrationProvider = {

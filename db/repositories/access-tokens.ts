@@ -65,9 +65,10 @@ export interface BearerRow {
  * The bearer answer for the access tokens of `source` (a table or a CTE with access_tokens' columns,
  * aliased t): token, user, application flag and how long the answer stays true, only while live.
  * `idle` names the parameter holding the session idle timeout in seconds. Shared by the lookup below and
- * by the statement that issues a token (db/repositories/issuance.ts), so both answer alike.
+ * by the statement that issues a token (db/repositories/issuance.ts), so both answer alike. `grants` names
+ * the grants' source: a CTE when the same statement creates the grant (the code exchange, codes.ts).
  */
-export function bearerSelect(source: string, idle: string): string {
+export function bearerSelect(source: string, idle: string, grants = 'grants'): string {
   return `select t.token_hash, t.grant_id, t.client_id, t.user_id, t.scope, t.session_id, t.created_at,
   t.expires_at, t.revoked_at, u.id as u_id, u.email as u_email, u.email_verified as u_email_verified,
   u.name as u_name, u.given_name as u_given_name, u.family_name as u_family_name, u.picture as u_picture,
@@ -75,7 +76,7 @@ export function bearerSelect(source: string, idle: string): string {
   (extract(epoch from least(t.expires_at, s.expires_at,
     s.last_seen_at + make_interval(secs => ${idle}::double precision)) - now()) * 1000)::float8 as live_ms
 from ${source} t
-join grants g on g.id = t.grant_id
+join ${grants} g on g.id = t.grant_id
 left join sessions s on s.id = t.session_id
 left join users u on u.id = t.user_id
 left join applications a on a.client_id = t.client_id

@@ -1,28 +1,23 @@
-// Authorization codes: single use. The exchange consumes the code, checks it and records its tokens in
-// one statement.
-import { CompiledQuery, type Selectable } from 'kysely';
+// Authorization codes are sealed (src/oauth/sealed-code.ts), not stored: issuing one writes nothing, and the
+// exchange spends it by creating its grant, under the grant id the code carries, in one statement with the
+// grant's tokens and audit events.
+import { CompiledQuery } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
-import type { AuthorizationCodesTable } from '../tables.js';
 import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
 
-export type AuthorizationCodeRow = Selectable<AuthorizationCodesTable>;
-
-export async function insertAuthorizationCode(
-  db: Db,
-  row: Omit<AuthorizationCodeRow, 'created_at' | 'consumed_at'>,
-): Promise<void> {
-  await db.insertInto('authorization_codes').values(row).execute();
-}
-
-/** What a token request brings to a code exchange, and the tokens to record if the code passes. */
+/** What the opened code says, what the request's checks found, and the tokens to record if every check passes. */
 export interface CodeExchange {
-  codeHash: string;
-  /** The authenticated client's id. */
+  grantId: string;
   clientId: string;
-  /** The request's redirect_uri. */
-  redirectUri: string;
-  /** BASE64URL(SHA256(code_verifier)), computed from the request's verifier. */
-  codeChallenge: string;
+  userId: string;
+  sessionId: string;
+  scope: string;
+  authTime: Date;
+  /** When the code was issued: the database's timestamptz, as text (microseconds kept). */
+  issuedAt: string;
+  expiresAt: Date;
+  /** The checks made without the database (client, redirect_uri, PKCE) all passed. */
+  requestMatches: boolean;
   accessHash: string;
   accessExpiresAt: Date;
   /** Recorded only when the code's scope has offline_access. */
@@ -32,112 +27,90 @@ export interface CodeExchange {
   refreshAbsoluteExpiresAt: Date;
 }
 
-/** The code's checks, each true when it passed (null on a replay: nothing was checked). */
-export interface CodeChecks {
-  sameClient: boolean;
+/** The checks only the database can make, each true when it passed. */
+export interface StoredChecks {
   unexpired: boolean;
-  sameRedirectUri: boolean;
-  pkce: boolean;
+  /** The user exists and is enabled. */
   userActive: boolean;
-}
-
-export interface ExchangedCode {
-  grantId: string;
-  clientId: string;
-  userId: string;
-  nonce: string | null;
-  scope: string;
-  authTime: Date;
-  sessionId: string | null;
+  /** The code's session is live and no revocation of the user's codes came after the code. */
+  sessionLive: boolean;
+  /** The consent the code was issued under is still there (revoking the application's access deletes it). */
+  consented: boolean;
 }
 
 export type CodeExchangeResult =
   | { kind: 'unknown' }
-  | { kind: 'replayed'; code: ExchangedCode }
+  | { kind: 'replayed' }
   | {
       kind: 'consumed';
-      code: ExchangedCode;
-      checks: CodeChecks;
+      checks: StoredChecks;
       /** The tokens were recorded (every check passed); with a refresh token when the scope allowed one. */
       issued: false | { refresh: boolean; bearer: BearerRow | undefined };
     };
 
-// One statement, so that it is all or nothing without BEGIN/COMMIT: c consumes the code (of two concurrent
-// exchanges exactly one gets the row: the second update waits for the first's row lock, re-reads consumed_at
-// and matches nothing); checked compares it with the request; the access token, the refresh token (when the
-// scope has offline_access) and token.issued are written only from ok, the row that passed every check, so a
-// failed check spends the code and writes nothing else. A code that exists but was consumed before comes back
-// as 'replayed' (read in the statement's snapshot, only when c got nothing). The PKCE challenges are compared
-// as their SHA-256 digests, so the comparison's time says nothing about the stored challenge. The answer
-// carries the new access token as the bearer lookup would find it ($11: the session idle timeout).
-const EXCHANGE = `with c as (
-  update authorization_codes set consumed_at = now() where code_hash = $1::text and consumed_at is null
-  returning grant_id, client_id, user_id, redirect_uri, code_challenge, nonce, scope, auth_time, session_id,
-    expires_at
-), checked as (
-  select c.grant_id, c.client_id, c.user_id, c.nonce, c.scope, c.auth_time, c.session_id,
-    c.client_id = $2::text as same_client, c.expires_at > now() as unexpired,
-    coalesce(c.redirect_uri = $3::text, false) as same_redirect_uri,
-    sha256(convert_to(c.code_challenge, 'UTF8')) = sha256(convert_to($4::text, 'UTF8')) as pkce,
-    coalesce(u.disabled = false, false) as user_active,
-    'offline_access' = any(string_to_array(c.scope, ' ')) as offline
-  from c left join users u on u.id = c.user_id
+// One statement, so that it is all or nothing without BEGIN/COMMIT. checked reads the user (enabled, codes not
+// revoked since $7, the code's issue time), the code's session (live) and the consent it was issued under (not
+// revoked: deleted, and perhaps given again, since). g spends the code: it inserts the grant
+// under the code's grant id; of two exchanges of one code exactly one inserts it (the second waits for the first's
+// insert to commit, then does nothing: a replay). The grant is inserted live only when every check passed ($9 says
+// the client, redirect_uri and PKCE did), revoked otherwise, so a failed check spends the code and a later try is
+// a replay. Access token, refresh token (scope with offline_access), authorization.granted and token.issued are
+// written only from ok, the live grant. No row of the user: the code is unknown (the user was deleted).
+// $1 grant id, $2 client, $3 user, $4 session, $5 scope, $6 auth_time, $7 issued at, $8 expires at, $9 request
+// checks, $10 access hash, $11 its expiry, $12-$15 refresh id, hash, expiry, absolute expiry, $16 idle timeout.
+const EXCHANGE = `with checked as (
+  select u.id, $8::timestamptz > now() as unexpired, u.disabled = false as user_active,
+    (u.codes_revoked_at is null or u.codes_revoked_at < $7::timestamptz) and exists (
+      select 1 from sessions s where s.id = $4::text and s.user_id = u.id and s.revoked_at is null
+        and s.expires_at > now()) as session_live,
+    exists (select 1 from consents k where k.user_id = u.id and k.client_id = $2::text
+      and k.created_at <= $7::timestamptz) as consented
+  from users u where u.id = $3::text
+), g as (
+  insert into grants (id, user_id, client_id, scope, session_id, auth_time, revoked_at)
+  select $1::text, id, $2::text, $5::text, $4::text, $6::timestamptz,
+    case when $9::boolean and unexpired and user_active and session_live and consented then null else now() end
+  from checked
+  on conflict (id) do nothing
+  returning id, revoked_at
 ), ok as (
-  select * from checked where same_client and unexpired and same_redirect_uri and pkce and user_active
+  select id, 'offline_access' = any(string_to_array($5::text, ' ')) as offline from g where revoked_at is null
 ), access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
-  select $5::text, grant_id, client_id, user_id, scope, session_id, $6::timestamptz from ok
+  select $10::text, id, $2::text, $3::text, $5::text, $4::text, $11::timestamptz from ok
   returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at
 ), refresh as (
   insert into refresh_tokens (id, token_hash, grant_id, client_id, user_id, scope, expires_at, absolute_expires_at)
-  select $7::text, $8::text, grant_id, client_id, user_id, scope, $9::timestamptz, $10::timestamptz
+  select $12::text, $13::text, id, $2::text, $3::text, $5::text, $14::timestamptz, $15::timestamptz
   from ok where offline
   returning id
 ), audit as (
   insert into audit_events (type, user_id, client_id, detail)
-  select 'token.issued', user_id, client_id, jsonb_build_object('grantId', grant_id, 'scope', scope, 'refresh', offline)
-  from ok
-), k as (
-  select 'consumed'::text as kind, grant_id, client_id, user_id, nonce, scope, auth_time, session_id, same_client,
-    unexpired, same_redirect_uri, pkce, user_active
-  from checked
-  union all
-  select 'replayed', grant_id, client_id, user_id, nonce, scope, auth_time, session_id, null, null, null, null, null
-  from authorization_codes where code_hash = $1::text and not exists (select 1 from c)
+  select e.type, $3::text, $2::text, e.detail
+  from ok, lateral (values
+    (1, 'authorization.granted', jsonb_build_object('scope', $5::text, 'grantId', ok.id)),
+    (2, 'token.issued', jsonb_build_object('grantId', ok.id, 'scope', $5::text, 'refresh', ok.offline))
+  ) e(n, type, detail)
+  order by e.n
 )
-select k.kind, k.grant_id as code_grant_id, k.client_id as code_client_id, k.user_id as code_user_id,
-  k.nonce as code_nonce, k.scope as code_scope, k.auth_time as code_auth_time, k.session_id as code_session_id,
-  k.same_client, k.unexpired, k.same_redirect_uri, k.pkce, k.user_active,
-  exists (select 1 from access) as issued, exists (select 1 from refresh) as refresh_issued, b.*
-from k left join (${bearerSelect('access', '$11')}) b on true`;
-
-/**
- * PostgreSQL text holds neither U+0000 (22021) nor a lone surrogate (sent as U+FFFD): such a redirect_uri equals
- * no stored one, so it goes as null (no match, the code is spent as on any mismatch) rather than fail the statement.
- */
-const storableText = (value: string): string | null => (/\0|\p{Cs}/u.test(value) ? null : value);
+select case when exists (select 1 from g) then 'consumed' else 'replayed' end as kind, c.unexpired, c.user_active,
+  c.session_live, c.consented, exists (select 1 from access) as issued,
+  exists (select 1 from refresh) as refresh_issued, b.*
+from checked c left join (${bearerSelect('access', '$16', 'g')}) b on true`;
 
 type ExchangeRow = Partial<BearerQueryRow> & {
   kind: 'consumed' | 'replayed';
-  code_grant_id: string;
-  code_client_id: string;
-  code_user_id: string;
-  code_nonce: string | null;
-  code_scope: string;
-  code_auth_time: Date;
-  code_session_id: string | null;
-  same_client: boolean | null;
-  unexpired: boolean | null;
-  same_redirect_uri: boolean | null;
-  pkce: boolean | null;
-  user_active: boolean | null;
+  unexpired: boolean;
+  user_active: boolean;
+  session_live: boolean;
+  consented: boolean;
   issued: boolean;
   refresh_issued: boolean;
 };
 
 /**
- * Exchanges a code in one atomic statement: consumes it, checks it against the request and, only when every
- * check passes, records its access token, its refresh token (scope with offline_access) and token.issued.
+ * Exchanges an opened code in one atomic statement: spends it and, only when every check passes, records its
+ * grant, access token, refresh token (scope with offline_access), authorization.granted and token.issued.
  */
 export async function exchangeAuthorizationCode(
   db: Db,
@@ -145,10 +118,15 @@ export async function exchangeAuthorizationCode(
   sessionIdleSeconds: number,
 ): Promise<CodeExchangeResult> {
   const parameters = [
-    x.codeHash,
+    x.grantId,
     x.clientId,
-    storableText(x.redirectUri),
-    x.codeChallenge,
+    x.userId,
+    x.sessionId,
+    x.scope,
+    x.authTime,
+    x.issuedAt,
+    x.expiresAt,
+    x.requestMatches,
     x.accessHash,
     x.accessExpiresAt,
     x.refreshId,
@@ -158,43 +136,25 @@ export async function exchangeAuthorizationCode(
     sessionIdleSeconds,
   ];
   const query = CompiledQuery.raw(EXCHANGE, parameters) as CompiledQuery<ExchangeRow>;
-  const [row] = await executePrepared(db, 'idp_exchange_code', query);
+  const [row] = await executePrepared(db, 'idp_exchange_sealed_code', query);
   if (!row) return { kind: 'unknown' };
-  const code: ExchangedCode = {
-    grantId: row.code_grant_id,
-    clientId: row.code_client_id,
-    userId: row.code_user_id,
-    nonce: row.code_nonce,
-    scope: row.code_scope,
-    authTime: new Date(row.code_auth_time),
-    sessionId: row.code_session_id,
-  };
-  if (row.kind === 'replayed') return { kind: 'replayed', code };
+  if (row.kind === 'replayed') return { kind: 'replayed' };
   const {
     kind: _kind,
-    code_grant_id: _grant,
-    code_client_id: _client,
-    code_user_id: _user,
-    code_nonce: _nonce,
-    code_scope: _scope,
-    code_auth_time: _authTime,
-    code_session_id: _session,
-    same_client,
     unexpired,
-    same_redirect_uri,
-    pkce,
     user_active,
+    session_live,
+    consented,
     issued,
     refresh_issued,
     ...bearerColumns
   } = row;
-  const checks: CodeChecks = {
-    sameClient: same_client === true,
+  const checks: StoredChecks = {
     unexpired: unexpired === true,
-    sameRedirectUri: same_redirect_uri === true,
-    pkce: pkce === true,
     userActive: user_active === true,
+    sessionLive: session_live === true,
+    consented: consented === true,
   };
   const bearer = bearerColumns.token_hash ? toBearerRow(bearerColumns as BearerQueryRow) : undefined;
-  return { kind: 'consumed', code, checks, issued: issued === true && { refresh: refresh_issued === true, bearer } };
+  return { kind: 'consumed', checks, issued: issued === true && { refresh: refresh_issued === true, bearer } };
 }

@@ -75,5 +75,14 @@ export async function revokeAllUserTokens(db: Tx, userId: string): Promise<numbe
     .where('revoked_at', 'is', null)
     .execute();
   await db.deleteFrom('authorization_codes').where('user_id', '=', userId).where('consumed_at', 'is', null).execute();
+  await revokeUserCodes(db, userId);
   return Number(grants.numUpdatedRows);
+}
+
+/**
+ * Kills every sealed authorization code of the user not yet exchanged: they are not stored, so the exchange
+ * refuses a code issued before this time (db/repositories/codes.ts).
+ */
+export async function revokeUserCodes(db: Tx, userId: string): Promise<void> {
+  await db.updateTable('users').set({ codes_revoked_at: sql`now()` }).where('id', '=', userId).execute();
 }

@@ -12,82 +12,37 @@ function run<R>(db: Db, name: string, text: string, parameters: unknown[]): Prom
   return executePrepared(db, name, CompiledQuery.raw(text, parameters) as CompiledQuery<R>);
 }
 
-export interface GrantAndCode {
-  grantId: string;
-  userId: string;
-  clientId: string;
-  scope: string;
-  sessionId: string;
-  authTime: Date;
-  codeHash: string;
-  redirectUri: string;
-  codeChallenge: string;
-  nonce: string | null;
-  expiresAt: Date;
+// An authorization code is sealed (src/oauth/sealed-code.ts): issuing one writes nothing but what completes
+// the step (a pending request's completion, the session's occasional touch). Each gate below answers with
+// the database's time, which the code carries as its issue time (a revocation of the user's codes after it, or
+// a consent given only after it, makes the code dead; see db/repositories/codes.ts).
+
+const BY_REQUEST = `update authorization_requests set completed_at = now()
+  where id = $1::text and completed_at is null
+  returning now()::text as issued_at`;
+
+const BY_CONSENT = `select now()::text as issued_at from consents
+  where user_id = $1::text and client_id = $2::text and scopes @> $3::jsonb`;
+
+/** Completes a pending request, once: the code's issue time, or undefined when it was already completed. */
+export async function completeRequestForCode(db: Db, requestId: string): Promise<string | undefined> {
+  const [row] = await run<{ issued_at: string }>(db, 'idp_code_request', BY_REQUEST, [requestId]);
+  return row?.issued_at;
 }
 
-// $1..$11 of GrantAndCode, $12 the audit detail; the gate CTE decides whether anything is written.
-const GRANT_AND_CODE = `
-, g as (
-  insert into grants (id, user_id, client_id, scope, session_id, auth_time)
-  select $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz from gate
-  returning id
-), c as (
-  insert into authorization_codes (code_hash, grant_id, client_id, user_id, redirect_uri, code_challenge, nonce,
-    scope, auth_time, session_id, expires_at)
-  select $7::text, g.id, $3::text, $2::text, $8::text, $9::text, $10::text, $4::text, $6::timestamptz, $5::text,
-    $11::timestamptz
-  from g
-)
-insert into audit_events (type, user_id, client_id, detail)
-select 'authorization.granted', $2::text, $3::text, $12::jsonb from g
-returning id`;
-
-const BY_REQUEST = `with gate as (
-  update authorization_requests set completed_at = now() where id = $13::text and completed_at is null returning 1
-)${GRANT_AND_CODE}`;
-
-const BY_CONSENT = `with gate as (
-  select 1 from consents where user_id = $2::text and client_id = $3::text and scopes @> $13::jsonb
-)${GRANT_AND_CODE}`;
-
-function grantAndCodeParameters(row: GrantAndCode): unknown[] {
-  return [
-    row.grantId,
-    row.userId,
-    row.clientId,
-    row.scope,
-    row.sessionId,
-    row.authTime,
-    row.codeHash,
-    row.redirectUri,
-    row.codeChallenge,
-    row.nonce,
-    row.expiresAt,
-    JSON.stringify({ scope: row.scope, grantId: row.grantId }),
-  ];
-}
-
-/**
- * Completes a pending request and records its grant, code and authorization.granted, at once; false
- * (nothing written) when the request was already completed.
- */
-export async function issueCodeForRequest(db: Db, requestId: string, row: GrantAndCode): Promise<boolean> {
-  const rows = await run(db, 'idp_issue_code_request', BY_REQUEST, [...grantAndCodeParameters(row), requestId]);
-  return rows.length === 1;
-}
-
-/**
- * Without a stored request (a live session, nothing to ask): records grant, code and
- * authorization.granted only if the user's remembered consent covers `scopes`; false (nothing
- * written) when it does not.
- */
-export async function issueCodeIfConsented(db: Db, row: GrantAndCode, scopes: string[]): Promise<boolean> {
-  const rows = await run(db, 'idp_issue_code_consented', BY_CONSENT, [
-    ...grantAndCodeParameters(row),
+/** The code's issue time if the user's remembered consent to the client covers `scopes`; undefined if not. */
+export async function consentCoversForCode(
+  db: Db,
+  userId: string,
+  clientId: string,
+  scopes: string[],
+): Promise<string | undefined> {
+  const [row] = await run<{ issued_at: string }>(db, 'idp_code_consented', BY_CONSENT, [
+    userId,
+    clientId,
     JSON.stringify(scopes),
   ]);
-  return rows.length === 1;
+  return row?.issued_at;
 }
 
 export interface SessionGate {
@@ -102,58 +57,40 @@ export interface SessionGate {
   scopes: string[];
 }
 
-// Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does), of an
-// enabled user with a verified e-mail, signed in within max_age, whose remembered consent covers the scopes,
-// gets its grant, code and authorization.granted; anything else writes nothing (but the touch) and the caller
-// takes the long way (session lookup, nextStep), which says why. $1 grant id, $2 client, $3 scope, $4 code hash,
-// $5 redirect_uri, $6 code_challenge, $7 nonce, $8 code expiry, $9 audit detail, $10 session hash, $11 idle
-// timeout, $12 touch interval, $13 max_age (null: none), $14 the scopes.
-const BY_SESSION = `with ${liveSessionCtes(10, 11, 12)}, gate as (
-  select s.id, s.user_id, s.auth_time from s join users u on u.id = s.user_id
-   where u.disabled = false and u.email_verified
-     and ($13::double precision is null or s.auth_time >= now() - make_interval(secs => $13::double precision))
-     and exists (select 1 from consents where user_id = s.user_id and client_id = $2::text and scopes @> $14::jsonb)
-), g as (
-  insert into grants (id, user_id, client_id, scope, session_id, auth_time)
-  select $1::text, user_id, $2::text, $3::text, id, auth_time from gate
-  returning id, user_id, session_id, auth_time
-), c as (
-  insert into authorization_codes (code_hash, grant_id, client_id, user_id, redirect_uri, code_challenge, nonce,
-    scope, auth_time, session_id, expires_at)
-  select $4::text, g.id, $2::text, g.user_id, $5::text, $6::text, $7::text, $3::text, g.auth_time, g.session_id,
-    $8::timestamptz
-  from g
-)
-insert into audit_events (type, user_id, client_id, detail)
-select 'authorization.granted', g.user_id, $2::text, $9::jsonb from g
-returning id`;
+export interface CodeSession {
+  sessionId: string;
+  userId: string;
+  authTime: Date;
+  /** The database's time, as timestamptz text (see src/oauth/sealed-code.ts). */
+  issuedAt: string;
+}
 
-/**
- * Grant, code and authorization.granted for the live session of a cookie with nothing to ask (see BY_SESSION);
- * false, with nothing written, otherwise.
- */
-export async function issueCodeForSession(
-  db: Db,
-  row: Omit<GrantAndCode, 'userId' | 'sessionId' | 'authTime'>,
-  gate: SessionGate,
-): Promise<boolean> {
-  const rows = await run(db, 'idp_issue_code_session', BY_SESSION, [
-    row.grantId,
-    row.clientId,
-    row.scope,
-    row.codeHash,
-    row.redirectUri,
-    row.codeChallenge,
-    row.nonce,
-    row.expiresAt,
-    JSON.stringify({ scope: row.scope, grantId: row.grantId }),
-    gate.sessionHash,
-    gate.idleSeconds,
-    gate.touchSeconds,
-    gate.maxAge,
-    JSON.stringify(gate.scopes),
-  ]);
-  return rows.length === 1;
+// Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does), of an
+// enabled user with a verified e-mail, signed in within max_age, whose remembered consent covers the scopes;
+// no row otherwise (the caller then takes the long way: session lookup, nextStep, which says why). $1 client,
+// $2 session hash, $3 idle timeout, $4 touch interval, $5 max_age (null: none), $6 the scopes.
+const BY_SESSION = `with ${liveSessionCtes(2, 3, 4)}
+select s.id as session_id, s.user_id, s.auth_time, now()::text as issued_at from s join users u on u.id = s.user_id
+ where u.disabled = false and u.email_verified
+   and ($5::double precision is null or s.auth_time >= now() - make_interval(secs => $5::double precision))
+   and exists (select 1 from consents where user_id = s.user_id and client_id = $1::text and scopes @> $6::jsonb)`;
+
+/** What a code for the cookie's live session, with nothing to ask, is bound to (see BY_SESSION); else undefined. */
+export async function sessionForCode(db: Db, clientId: string, gate: SessionGate): Promise<CodeSession | undefined> {
+  const [row] = await run<{ session_id: string; user_id: string; auth_time: Date; issued_at: string }>(
+    db,
+    'idp_code_session',
+    BY_SESSION,
+    [clientId, gate.sessionHash, gate.idleSeconds, gate.touchSeconds, gate.maxAge, JSON.stringify(gate.scopes)],
+  );
+  return (
+    row && {
+      sessionId: row.session_id,
+      userId: row.user_id,
+      authTime: new Date(row.auth_time),
+      issuedAt: row.issued_at,
+    }
+  );
 }
 
 export interface TokenSet {

@@ -70,6 +70,7 @@ export async function revokeClientAccess(
     .where('client_id', '=', clientId)
     .where('consumed_at', 'is', null)
     .execute();
+  // Sealed codes not yet exchanged die with the consent: the exchange wants the consent they were issued under.
   return { consent: Number(consent.numDeletedRows) > 0, grantIds: grants.map((g) => g.id) };
 }
 

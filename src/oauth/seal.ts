@@ -36,10 +36,12 @@ export function unseal(
   const [version, iv, ciphertext, tag] = sealed.split('.');
   if (version !== 'v1' || !iv || !ciphertext || !tag) return undefined;
   try {
+    // The full 16-byte tag only: GCM would accept a truncated one (a prefix of the right tag) otherwise.
     const decipher = createDecipheriv(
       'aes-256-gcm',
       derive(options.secretKey, options.purpose),
       Buffer.from(iv, 'base64url'),
+      { authTagLength: 16 },
     );
     decipher.setAAD(Buffer.from(options.aad, 'utf8'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));

@@ -21,28 +21,35 @@
 //   - the user's e-mail is unverified ─▶ verify-email (interaction_required with prompt=none)
 //   - prompt=consent, or scopes beyond the remembered consent ─▶ consent (consent_required with
 //     prompt=none), unless consent was given on this request BY THIS USER to all its scopes
-//   - otherwise ─▶ issue: complete the request and issue grant + code for the presenting session's user.
+//   - otherwise ─▶ issue: complete the request and issue a (sealed) code for the presenting session's user.
 // consent() is accepted only when nextStep() says "consent" for the user presenting the request; at any
 // other step it records nothing and the browser is sent to the step that is due.
-// A signed-in browser with nothing to ask (the common single sign-on) stores no request at all: the
-// code is issued by one statement that writes nothing unless the user's remembered consent covers the
-// scopes; only when a page must be shown is the request stored, bound as above. Without prompt=login or
-// prompt=consent that statement also finds the session (issueCodeForSession): the cookie's live session, of
-// an enabled user with a verified e-mail, within max_age, with the consent remembered, is what nextStep()
-// answers 'issue' for; when it writes nothing, the session is looked up and nextStep() decides as above.
+// A signed-in browser with nothing to ask (the common single sign-on) stores no request at all: the code
+// is issued only if the user's remembered consent covers the scopes; only when a page must be shown is the
+// request stored, bound as above. Without prompt=login or prompt=consent one statement finds the session
+// (sessionForCode): the cookie's live session, of an enabled user with a verified e-mail, within max_age,
+// with the consent remembered, is what nextStep() answers 'issue' for; when it finds none, the session is
+// looked up and nextStep() decides as above. Codes are sealed (src/oauth/sealed-code.ts): issuing one
+// writes nothing; the exchange creates the grant.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
 import * as requests from '../../db/repositories/authorization-requests.js';
 import type { AuthorizationRequestRow } from '../../db/repositories/authorization-requests.js';
 import { findConsent, upsertConsent } from '../../db/repositories/consents.js';
-import { issueCodeForRequest, issueCodeForSession, issueCodeIfConsented } from '../../db/repositories/issuance.js';
+import {
+  type CodeSession,
+  completeRequestForCode,
+  consentCoversForCode,
+  sessionForCode,
+} from '../../db/repositories/issuance.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import type { Application } from '../domain/application.js';
 import type { Config } from '../config.js';
 import { appendQuery, parseAuthorizeParams, type RawParams, single } from '../oauth/authorize-params.js';
 import { OAuthError } from '../oauth/errors.js';
 import { formatScope } from '../oauth/scope.js';
+import { redirectUriHash, sealCode } from '../oauth/sealed-code.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { ApplicationService } from './applications.js';
 import type { SessionContext } from '../domain/session.js';
@@ -110,6 +117,7 @@ const NOTHING_DONE = (params: AuthorizationRequestParams): StepInput => ({
 export function createAuthorizationService(deps: { db: Db; config: Config; applications: ApplicationService }) {
   const { db, config } = deps;
   const issuer = config.issuer;
+  const secretKey = config.secretKey!;
 
   function errorRedirect(params: { redirect_uri: string; state?: string | undefined }, error: OAuthError): Decision {
     return {
@@ -160,8 +168,8 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   /**
    * The step a pending request is at for the session presenting it (see the state machine above).
    * `assumeConsent`: do not read the remembered consent, answer 'issue' where it would decide; the
-   * caller then issues only if the consent covers the scopes (issueCodeIfConsented checks it in the
-   * statement that writes the code).
+   * caller then issues only if the consent covers the scopes (consentCoversForCode reads it as the code is
+   * issued).
    */
   async function nextStep(request: StepInput, ctx: SessionContext | undefined, assumeConsent = false): Promise<Step> {
     const params = request.params;
@@ -231,58 +239,54 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return { kind: step, requestId: request.id };
   }
 
-  /** Grant and code for the presenting session's user; the gate decides whether they are written. */
+  /** A code for the presenting session's user, if the gate passes (the pending request completed, once). */
   async function issueCode(
     gate: { requestId: string } | { consentCovers: string[] },
     params: AuthorizationRequestParams,
     ctx: SessionContext,
   ): Promise<Decision | undefined> {
-    const { code, row: codeRow } = newCode(params);
-    const row = { ...codeRow, userId: ctx.user.id, sessionId: ctx.session.id, authTime: ctx.session.auth_time };
-    // Completing the request (or finding the consent) and issuing the code happen together, once.
-    const issued =
+    const issuedAt =
       'requestId' in gate
-        ? await issueCodeForRequest(db, gate.requestId, row)
-        : await issueCodeIfConsented(db, row, gate.consentCovers);
-    return issued ? codeRedirect(params, code) : undefined;
+        ? await completeRequestForCode(db, gate.requestId)
+        : await consentCoversForCode(db, ctx.user.id, params.client_id, gate.consentCovers);
+    if (!issuedAt) return undefined;
+    const session = { sessionId: ctx.session.id, userId: ctx.user.id, authTime: ctx.session.auth_time, issuedAt };
+    return codeRedirect(params, session);
   }
 
-  function newCode(params: AuthorizationRequestParams) {
-    const code = generateToken();
-    const row = {
-      grantId: randomUUID(),
-      clientId: params.client_id,
-      scope: formatScope(params.scope),
-      codeHash: hashToken(code),
-      redirectUri: params.redirect_uri,
-      codeChallenge: params.code_challenge,
-      nonce: params.nonce ?? null,
-      expiresAt: new Date(Date.now() + config.ttl.authorizationCode * 1000),
-    };
-    return { code, row };
-  }
-
-  const codeRedirect = (params: AuthorizationRequestParams, code: string): Decision => ({
-    kind: 'redirect',
-    url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }),
-  });
+  /** The sealed code (src/oauth/sealed-code.ts) of this request for this session, in the redirect to the client. */
+  const codeRedirect = (params: AuthorizationRequestParams, session: CodeSession): Decision => {
+    const code = sealCode(
+      {
+        ...session,
+        grantId: randomUUID(),
+        clientId: params.client_id,
+        expiresAt: new Date(Date.now() + config.ttl.authorizationCode * 1000),
+        redirectUriHash: redirectUriHash(params.redirect_uri),
+        codeChallenge: params.code_challenge,
+        nonce: params.nonce ?? null,
+        scope: formatScope(params.scope),
+      },
+      secretKey,
+    );
+    return { kind: 'redirect', url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }) };
+  };
 
   /**
-   * Single sign-on in one statement, for a request that asks neither prompt=login nor prompt=consent: grant
-   * and code for the cookie's session if nextStep() would answer 'issue' for it (see issueCodeForSession);
-   * undefined, with nothing written, otherwise.
+   * Single sign-on in one statement, for a request that asks neither prompt=login nor prompt=consent: a code
+   * for the cookie's session if nextStep() would answer 'issue' for it (see sessionForCode); undefined
+   * otherwise.
    */
   async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string) {
     if (cookie.length > 100 || params.prompt.includes('login') || params.prompt.includes('consent')) return undefined;
-    const { code, row } = newCode(params);
-    const issued = await issueCodeForSession(db, row, {
+    const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
       idleSeconds: config.ttl.sessionIdle,
       touchSeconds: sessionTouchSeconds(config.ttl.sessionIdle),
       maxAge: params.max_age ?? null,
       scopes: params.scope,
     });
-    return issued ? codeRedirect(params, code) : undefined;
+    return session ? codeRedirect(params, session) : undefined;
   }
 
   async function issueForRequest(requestId: string, params: AuthorizationRequestParams, ctx: SessionContext) {

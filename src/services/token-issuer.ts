@@ -3,22 +3,28 @@
 // (db/repositories/issuance.ts), inside the caller's transaction when it has one; answers with the ID
 // token signed after that statement or transaction, so that no row lock or pooled connection waits on
 // a signature.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Db, Tx } from '../../db/create-db.js';
 import { type BearerRow, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
 import { insertTokenSet, rotateCurrentRefreshToken, type TokenSet } from '../../db/repositories/issuance.js';
 import { findRefreshTokenByHash } from '../../db/repositories/refresh-tokens.js';
 import { exchangeAuthorizationCode } from '../../db/repositories/codes.js';
+import { exchangeStoredAuthorizationCode } from '../../db/repositories/stored-codes.js';
 import type { Config } from '../config.js';
 import type { CodeExchange, CodeExchangeRequest } from '../oauth/grants/authorization-code.js';
 import type { IssuedTokens, TokenResponse } from '../oauth/grants/grant.js';
 import { signIdToken } from '../oauth/id-token.js';
 import { splitScope } from '../oauth/scope.js';
 import { seal, unseal } from '../oauth/seal.js';
+import { openCode, redirectUriHash } from '../oauth/sealed-code.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { KeyStore } from './key-store.js';
 
 const SEAL_PURPOSE = 'refresh successor';
+
+/** Equality of two secrets whose comparison time says nothing of either (compared as SHA-256 digests). */
+const sameSecret = (a: string, b: string) => timingSafeEqual(hashDigest(a), hashDigest(b));
+const hashDigest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 export interface IssueInput {
   grantId: string;
@@ -55,6 +61,52 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
       accessSealed: seal(accessToken, { secretKey, purpose: SEAL_PURPOSE, aad: `${aad}:access` }),
     };
   };
+
+  /** A code stored by the earlier release (db/repositories/stored-codes.ts), redeemed as it was then. */
+  async function exchangeStoredCode(db: Db, request: CodeExchangeRequest): Promise<CodeExchange> {
+    const now = Date.now();
+    const accessToken = generateToken();
+    const refreshToken = generateToken();
+    const absolute = new Date(now + config.ttl.refreshTokenAbsolute * 1000);
+    const started = deps.bearers?.generation() ?? 0;
+    const result = await exchangeStoredAuthorizationCode(
+      db,
+      {
+        codeHash: hashToken(request.code),
+        clientId: request.clientId,
+        redirectUri: request.redirectUri,
+        codeChallenge: request.codeChallenge,
+        accessHash: hashToken(accessToken),
+        accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
+        refreshId: randomUUID(),
+        refreshHash: hashToken(refreshToken),
+        refreshExpiresAt: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
+        refreshAbsoluteExpiresAt: absolute,
+      },
+      config.ttl.sessionIdle,
+    );
+    if (result.kind !== 'consumed') return result;
+    const { code, issued } = result;
+    // Checked as the earlier release checked it (revocations deleted such codes).
+    const checks = { ...result.checks, sessionLive: true, consented: true };
+    if (!issued) return { kind: 'consumed', checks, issued: undefined };
+    if (issued.bearer) deps.bearers?.issued(accessToken, issued.bearer, started);
+    return {
+      kind: 'consumed',
+      checks,
+      issued: {
+        accessToken,
+        refreshToken: issued.refresh ? refreshToken : undefined,
+        scope: code.scope,
+        expiresIn: config.ttl.accessToken,
+        subject: code.userId,
+        clientId: code.clientId,
+        authTime: code.authTime,
+        nonce: code.nonce,
+        sessionId: code.sessionId,
+      },
+    };
+  }
 
   return {
     /** Records the tokens of one token response and their audit event in one statement (`db` or a transaction). */
@@ -118,10 +170,19 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
     },
 
     /**
-     * The code exchange in one statement (see exchangeAuthorizationCode): the code consumed and checked, and
-     * its tokens recorded only when every check passed. The new access token goes to the bearer cache.
+     * The code exchange: the code opened (nothing else can be read from it), checked against the request, then
+     * spent in one statement (see exchangeAuthorizationCode) that records its grant and tokens only when every
+     * check passed. The new access token goes to the bearer cache.
      */
     async exchangeCode(db: Db, request: CodeExchangeRequest): Promise<CodeExchange> {
+      if (!request.code.startsWith('v1.')) return exchangeStoredCode(db, request);
+      const code = openCode(request.code, secretKey);
+      if (!code) return { kind: 'unknown' };
+      const checks = {
+        sameClient: code.clientId === request.clientId,
+        sameRedirectUri: code.redirectUriHash === redirectUriHash(request.redirectUri),
+        pkce: sameSecret(code.codeChallenge, request.codeChallenge),
+      };
       const now = Date.now();
       const accessToken = generateToken();
       const refreshToken = generateToken();
@@ -130,7 +191,15 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
       const result = await exchangeAuthorizationCode(
         db,
         {
-          ...request,
+          grantId: code.grantId,
+          clientId: code.clientId,
+          userId: code.userId,
+          sessionId: code.sessionId,
+          scope: code.scope,
+          authTime: code.authTime,
+          issuedAt: code.issuedAt,
+          expiresAt: code.expiresAt,
+          requestMatches: checks.sameClient && checks.sameRedirectUri && checks.pkce,
           accessHash: hashToken(accessToken),
           accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
           refreshId: randomUUID(),
@@ -141,13 +210,16 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         },
         config.ttl.sessionIdle,
       );
-      if (result.kind !== 'consumed') return result;
-      const { code, checks, issued } = result;
-      if (!issued) return { kind: 'consumed', checks, issued: undefined };
+      if (result.kind === 'unknown') return result;
+      if (result.kind === 'replayed')
+        return { kind: 'replayed', code: { grantId: code.grantId, clientId: code.clientId, userId: code.userId } };
+      const { issued } = result;
+      const allChecks = { ...checks, ...result.checks };
+      if (!issued) return { kind: 'consumed', checks: allChecks, issued: undefined };
       if (issued.bearer) deps.bearers?.issued(accessToken, issued.bearer, started);
       return {
         kind: 'consumed',
-        checks,
+        checks: allChecks,
         issued: {
           accessToken,
           refreshToken: issued.refresh ? refreshToken : undefined,

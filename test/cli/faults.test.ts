@@ -347,22 +347,20 @@ t.test(
     t.notOk(logs.text().includes(SECRET_KEY), 'no secret in the log');
 
     // Nothing half-done.
+    // A sealed code is spent by creating its grant, live only with its tokens (revoked when a check failed).
     const consumedWithoutTokens = await sqlRows<{ n: number }>(
       cluster.url,
-      `select count(*)::int as n from authorization_codes c where c.consumed_at is not null
-       and not exists (select 1 from access_tokens a where a.grant_id = c.grant_id)`,
+      `select count(*)::int as n from grants g where g.revoked_at is null
+       and not exists (select 1 from access_tokens a where a.grant_id = g.id)`,
     );
-    t.equal(consumedWithoutTokens[0]!.n, 0, 'every consumed code has its tokens');
+    t.equal(consumedWithoutTokens[0]!.n, 0, 'every spent code has its tokens');
     const usedWithoutSuccessor = await sqlRows<{ n: number }>(
       cluster.url,
       `select count(*)::int as n from refresh_tokens r where r.used_at is not null
        and not exists (select 1 from refresh_tokens s where s.token_hash = r.successor_hash)`,
     );
     t.equal(usedWithoutSuccessor[0]!.n, 0, 'every used refresh token has its successor');
-    const consumed = await sqlRows<{ n: number }>(
-      cluster.url,
-      'select count(*)::int as n from authorization_codes where consumed_at is not null',
-    );
+    const consumed = await sqlRows<{ n: number }>(cluster.url, 'select count(*)::int as n from grants');
     t.ok(consumed[0]!.n > 3, `${consumed[0]!.n} codes consumed in all`);
   },
 );

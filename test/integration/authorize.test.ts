@@ -8,6 +8,7 @@ import { buildTestApp } from '../helpers/app.js';
 import { BrowserClient } from '../helpers/browser-client.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken } from '../../src/oauth/tokens.js';
+import { openCode } from '../../src/oauth/sealed-code.js';
 import { cookiesOf } from '../helpers/flow.js';
 
 // One app and one database for the whole file; subtests make the users and applications they change.
@@ -43,8 +44,16 @@ const disabledClient = await app.services.applications.create(
  * authorize sets (tests of another browser pass their own cookie, which wins).
  */
 const BROWSER: Record<string, string> = { 'idp.authz': generateToken() };
-const inject = (options: InjectOptions & { cookies?: Record<string, string> }) =>
-  app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
+/** The user of every code any response of this file carried (codes are sealed, not stored: read from them). */
+const issuedCodes: Array<{ userId: string; clientId: string }> = [];
+const inject = async (options: InjectOptions & { cookies?: Record<string, string> }) => {
+  const res = await app.inject({ ...options, cookies: { ...BROWSER, ...options.cookies } });
+  const location = res.headers.location;
+  const code = typeof location === 'string' ? new URL(location, 'http://x').searchParams.get('code') : null;
+  const opened = code ? openCode(code, config.secretKey!) : undefined;
+  if (opened) issuedCodes.push({ userId: opened.userId, clientId: opened.clientId });
+  return res;
+};
 
 let counter = 0;
 async function createUser(label: string, fields: { emailVerified?: boolean } = {}) {
@@ -233,7 +242,7 @@ function expectCode(
   t.equal(`${url.origin}${url.pathname}`, `${base.origin}${base.pathname}`, 'to the registered redirect_uri');
   for (const [k, v] of base.searchParams) t.equal(url.searchParams.get(k), v, `keeps the registered query ${k}`);
   const code = url.searchParams.get('code');
-  t.match(code, /^[A-Za-z0-9_-]{43}$/, 'an opaque code');
+  t.match(code, /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/, 'a sealed code, URL-safe');
   const state = options.state === undefined ? 'st-123' : options.state;
   if (state === null) t.notOk(url.searchParams.has('state'));
   else t.equal(url.searchParams.get('state'), state, 'state echoed');
@@ -849,8 +858,7 @@ t.test('someone else cannot finish a pending request: browser and user binding',
       .where('user_id', '=', userId)
       .where('client_id', '=', client.clientId)
       .execute();
-  const codeRows = (userId: string) =>
-    database.db.selectFrom('authorization_codes').select('code_hash').where('user_id', '=', userId).execute();
+  const codeRows = async (userId: string) => issuedCodes.filter((c) => c.userId === userId);
 
   t.test('the reported attack: sign in on R, allow R, send a signed-in victim to continue R', async (t) => {
     const start = await authorize(request({ scope: 'openid offline_access' }), { jar: attackerBrowser });

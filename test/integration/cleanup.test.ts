@@ -32,6 +32,17 @@ t.test('expired rows of every kind go, live ones stay', async (t) => {
   // Two complete flows: one will be made expired, the other stays live.
   const live = await obtainTokens(app, flow);
   await obtainTokens(app, flow); // the second flow, whose rows are expired below
+  // Codes are sealed, not stored; those stored by the release before (0012-sealed-codes) are cleaned up too.
+  for (const [hash, age] of [
+    ['legacy-older', 20_000],
+    ['legacy-newer', 10_000],
+  ] as const) {
+    await sql`insert into authorization_codes (code_hash, grant_id, client_id, user_id, redirect_uri, code_challenge,
+        scope, auth_time, session_id, expires_at, created_at)
+      select ${hash}, id, client_id, user_id, ${redirectUri}, 'challenge', 'openid', now(), session_id,
+        now() + interval '60 seconds', ${new Date(Date.now() - age)}
+      from grants order by created_at desc limit 1`.execute(db);
+  }
   const before: Record<string, number> = {};
   for (const table of ['authorization_codes', 'authorization_requests', 'access_tokens', 'refresh_tokens', 'sessions'])
     before[table] = await count(table);

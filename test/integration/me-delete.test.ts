@@ -69,6 +69,12 @@ const tokensB = (
   )
 ).tokens;
 await obtainCode(app, { ...optsA, scope: 'openid' }, jar);
+// A code stored by the release before sealed codes (db/migrations/0012-sealed-codes.ts), not yet expired.
+await sql`insert into authorization_codes (code_hash, grant_id, client_id, user_id, redirect_uri, code_challenge,
+    scope, auth_time, session_id, expires_at)
+  select 'legacy-code-hash', g.id, g.client_id, g.user_id, ${redirectA}, ${s256Challenge('w'.repeat(50))}, 'openid',
+    now(), g.session_id, now() + interval '60 seconds'
+  from grants g where g.user_id = ${alice.id} limit 1`.execute(db);
 {
   // An authorization request she signed in on (a fresh browser) and left at the consent step.
   const query = new URLSearchParams({

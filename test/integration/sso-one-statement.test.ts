@@ -1,15 +1,15 @@
 // Single sign-on in one statement (issue 14): authorize with a session cookie finds the live session, checks
 // what nextStep() would (enabled user, verified e-mail, max_age, remembered consent, no prompt=login/consent)
-// and writes grant, code and authorization.granted at once; whenever one of these does not hold it writes
-// nothing and the long way answers exactly as before.
+// and answers with a sealed code bound to that session, writing nothing (the exchange writes the grant and
+// authorization.granted); whenever one of these does not hold the long way answers exactly as before.
 import t from 'tap';
 import { sql } from 'kysely';
 import { buildTestApp } from '../helpers/app.js';
-import { obtainTokens } from '../helpers/flow.js';
+import { obtainTokens, tokenRequest } from '../helpers/flow.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
-import { hashToken } from '../../src/oauth/tokens.js';
+import { openCode, redirectUriHash } from '../../src/oauth/sealed-code.js';
 
-const { app, database } = await buildTestApp(t);
+const { app, database, config } = await buildTestApp(t);
 const db = database.db;
 const actor = { actor: 'test' };
 const redirectUri = 'https://rp.example.com/cb';
@@ -51,36 +51,39 @@ const where = (location: string) => {
 const count = async (table: 'grants' | 'authorization_requests') =>
   Number((await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(db)).rows[0]!.n);
 
-t.test('a code at once, bound to the presenting session, with one authorization.granted', async (t) => {
+t.test('a code at once, bound to the presenting session; the exchange writes its grant', async (t) => {
   const requests = await count('authorization_requests');
+  const grants = await count('grants');
   const res = await authorize({ nonce: 'n-1' });
   t.equal(res.statusCode, 303);
   const location = new URL(String(res.headers.location));
   t.equal(location.searchParams.get('state'), 'st');
   t.equal(location.searchParams.get('iss'), 'http://localhost:3000/api/auth');
-  const code = (
-    await sql<{
-      user_id: string;
-      session_id: string;
-      auth_time: Date;
-      grant_id: string;
-      nonce: string;
-      scope: string;
-    }>`select user_id, session_id, auth_time, grant_id, nonce, scope from authorization_codes
-        where code_hash = ${hashToken(location.searchParams.get('code')!)}`.execute(db)
-  ).rows[0]!;
-  t.equal(code.user_id, user.id);
-  t.equal(code.session_id, session.id);
-  t.equal(new Date(code.auth_time).getTime(), new Date(session.auth_time).getTime(), "the session's auth_time");
+  const code = openCode(location.searchParams.get('code')!, config.secretKey!)!;
+  t.equal(code.userId, user.id);
+  t.equal(code.sessionId, session.id);
+  t.equal(code.authTime.getTime(), new Date(session.auth_time).getTime(), "the session's auth_time");
   t.equal(code.nonce, 'n-1');
   t.equal(code.scope, 'openid profile');
+  t.equal(code.clientId, client.clientId);
+  t.equal(code.redirectUriHash, redirectUriHash(redirectUri));
+  t.equal(code.codeChallenge, s256Challenge('v'.repeat(43)));
+  t.equal(await count('grants'), grants, 'no grant written by authorize');
+  const exchanged = await tokenRequest(app, {
+    grant_type: 'authorization_code',
+    code: location.searchParams.get('code')!,
+    code_verifier: 'v'.repeat(43),
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+  });
+  t.equal(exchanged.statusCode, 200, 'the code exchanges');
   const grant = (
     await sql<{ user_id: string; session_id: string }>`select user_id, session_id from grants
-      where id = ${code.grant_id}`.execute(db)
+      where id = ${code.grantId}`.execute(db)
   ).rows[0]!;
   t.same(grant, { user_id: user.id, session_id: session.id });
   const events = await sql<{ n: number }>`select count(*)::int as n from audit_events
-    where type = 'authorization.granted' and detail->>'grantId' = ${code.grant_id}`.execute(db);
+    where type = 'authorization.granted' and detail->>'grantId' = ${code.grantId}`.execute(db);
   t.equal(events.rows[0]!.n, 1);
   t.equal(await count('authorization_requests'), requests, 'no pending request stored');
 });

@@ -1,13 +1,12 @@
 // grant_type=authorization_code (RFC 6749 §4.1.3, RFC 7636 §4.6, OIDC Core §3.1.3.2). The code is
-// consumed by one atomic step that also checks it against the request and records its tokens only when
+// spent by one atomic step that also checks it against the request and records its tokens only when
 // every check passes: of two concurrent exchanges exactly one gets the code, a code that fails a check is
 // spent all the same, and a replayed code revokes every token issued from its grant (RFC 6749 §4.1.2).
 import { OAuthError } from '../errors.js';
 import { isValidCodeVerifier, s256Challenge } from '../pkce.js';
-import { hashToken } from '../tokens.js';
 import { type GrantHandler, type IssuedTokens, requireParameters, type TokenAnswer } from './grant.js';
 
-/** A stored authorization code's grant (what a replay revokes). */
+/** An authorization code's grant (what a replay revokes). */
 export interface CodeGrant {
   grantId: string;
   clientId: string;
@@ -16,7 +15,8 @@ export interface CodeGrant {
 
 /** What the token request binds the code to, checked by the step that consumes it. */
 export interface CodeExchangeRequest {
-  codeHash: string;
+  /** The code as presented (sealed: src/oauth/sealed-code.ts). */
+  code: string;
   clientId: string;
   redirectUri: string;
   /** BASE64URL(SHA256(code_verifier)): equal to the stored code_challenge (S256, the only method). */
@@ -35,6 +35,10 @@ export interface CodeChecks {
   pkce: boolean;
   /** Its user still exists and is enabled. */
   userActive: boolean;
+  /** The session it was issued in is live, and the user's codes were not revoked since. */
+  sessionLive: boolean;
+  /** The user's consent it was issued under was not revoked since. */
+  consented: boolean;
 }
 
 export type CodeExchange =
@@ -44,10 +48,10 @@ export type CodeExchange =
 
 export interface AuthorizationCodeStore extends TokenAnswer {
   /**
-   * In one atomic step: consumes the code, checks it (CodeChecks) and, only when every check passes,
+   * In one atomic step: spends the code, checks it (CodeChecks) and, only when every check passes,
    * records the tokens of its grant: access token, refresh token when offline_access was granted
-   * (decisions.md, Protocol), token.issued. A code that existed but was consumed before comes back
-   * `replayed`, with nothing written.
+   * (decisions.md, Protocol), authorization.granted and token.issued. A code that was spent before comes
+   * back `replayed`, with nothing written; one this server did not issue (or whose user is gone), `unknown`.
    */
   consumeAndIssue(request: CodeExchangeRequest): Promise<CodeExchange>;
   /** Revokes the grant of a replayed code and records code.reuse_detected, in one transaction. */
@@ -65,10 +69,11 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
     const [code, verifier, redirectUri] = requireParameters(this, params) as [string, string, string];
     if (!isValidCodeVerifier(verifier))
       throw new OAuthError('invalid_request', 'code_verifier must be 43-128 unreserved characters');
-    if (code.length > 256) throw invalidCode();
+    // A sealed code grows with the request's nonce (at most 2,048 characters: about 9,000 of code at worst).
+    if (code.length > 12_000) throw invalidCode();
 
     const exchange = await store.consumeAndIssue({
-      codeHash: hashToken(code),
+      code,
       clientId: client.clientId,
       redirectUri,
       codeChallenge: s256Challenge(verifier),
@@ -87,6 +92,9 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
     if (!checks.pkce) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     if (!checks.userActive) throw new OAuthError('invalid_grant', 'the user is not available');
+    if (!checks.sessionLive)
+      throw new OAuthError('invalid_grant', 'the sign-in session of the authorization code has ended');
+    if (!checks.consented) throw new OAuthError('invalid_grant', "the user revoked the application's access");
     if (!exchange.issued) throw new Error('a code that passed every check got no tokens');
     return store.respond(exchange.issued);
   },

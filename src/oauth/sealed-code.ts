@@ -1,0 +1,86 @@
+// Authorization codes are sealed, not stored: the code IS its record, AES-256-GCM under a key derived from
+// SECRET_KEY (seal.ts, a purpose of its own), so issuing one writes nothing. What the code is bound to
+// (decisions.md: client, redirect_uri, PKCE challenge, nonce, scope, user, auth_time, and the session) can be
+// read only by this server and changed by nobody; single use is enforced where it is spent: the exchange
+// inserts the code's grant under the grant id the code carries, so a second exchange finds it taken.
+import { createHash } from 'node:crypto';
+import { seal, unseal } from './seal.js';
+
+const PURPOSE = 'authorization code';
+
+export interface CodeContents {
+  /** The grant the exchange creates; its id is the code's identity, spent once. */
+  grantId: string;
+  clientId: string;
+  userId: string;
+  sessionId: string;
+  authTime: Date;
+  /**
+   * The database's time when the code was issued (its timestamptz as text, microseconds kept): a code issued
+   * before a revocation of the user's codes, or before the consent it relies on was given, is dead.
+   */
+  issuedAt: string;
+  expiresAt: Date;
+  /** SHA-256 of the authorization request's redirect_uri (base64url): the exchange's must be the same. */
+  redirectUriHash: string;
+  codeChallenge: string;
+  nonce: string | null;
+  scope: string;
+}
+
+export const redirectUriHash = (redirectUri: string): string =>
+  createHash('sha256').update(redirectUri, 'utf8').digest('base64url');
+
+type Packed = [string, string, string, string, number, string, number, string, string, string | null, string];
+
+export function sealCode(contents: CodeContents, secretKey: string): string {
+  const packed: Packed = [
+    contents.grantId,
+    contents.clientId,
+    contents.userId,
+    contents.sessionId,
+    contents.authTime.getTime(),
+    contents.issuedAt,
+    contents.expiresAt.getTime(),
+    contents.redirectUriHash,
+    contents.codeChallenge,
+    contents.nonce,
+    contents.scope,
+  ];
+  return seal(JSON.stringify(packed), { secretKey, purpose: PURPOSE, aad: PURPOSE });
+}
+
+const isPacked = (value: unknown): value is Packed =>
+  Array.isArray(value) &&
+  value.length === 11 &&
+  [0, 1, 2, 3, 5, 7, 8, 10].every((i) => typeof value[i] === 'string') &&
+  [4, 6].every((i) => Number.isFinite(value[i])) &&
+  (value[9] === null || typeof value[9] === 'string');
+
+/** The code's contents, or undefined when it was not sealed by this server under this SECRET_KEY. */
+export function openCode(code: string, secretKey: string): CodeContents | undefined {
+  const plain = unseal(code, { secretKey, purpose: PURPOSE, aad: PURPOSE });
+  if (plain === undefined) return undefined;
+  let packed: unknown;
+  try {
+    packed = JSON.parse(plain);
+  } catch {
+    return undefined;
+  }
+  if (!isPacked(packed)) return undefined;
+  const [grantId, clientId, userId, sessionId, authTime, issuedAt, expiresAt, uriHash, codeChallenge, nonce, scope] =
+    packed;
+  return {
+    grantId,
+    clientId,
+    userId,
+    sessionId,
+    authTime: new Date(authTime),
+    issuedAt,
+    expiresAt: new Date(expiresAt),
+    redirectUriHash: uriHash,
+    codeChallenge,
+    nonce,
+    scope,
+  };
+}
