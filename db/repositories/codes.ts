@@ -5,8 +5,29 @@ import { CompiledQuery } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
 import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
 
+/** The tokens a code exchange records if every check passes (sealed and stored codes alike). */
+export interface CodeTokens {
+  accessHash: string;
+  accessExpiresAt: Date;
+  /** Recorded only when the code's scope has offline_access. */
+  refreshId: string;
+  refreshHash: string;
+  refreshExpiresAt: Date;
+  refreshAbsoluteExpiresAt: Date;
+}
+
+/** The parameters of CodeTokens, in the order both exchange statements number them. */
+export const codeTokenParameters = (t: CodeTokens): unknown[] => [
+  t.accessHash,
+  t.accessExpiresAt,
+  t.refreshId,
+  t.refreshHash,
+  t.refreshExpiresAt,
+  t.refreshAbsoluteExpiresAt,
+];
+
 /** What the opened code says, what the request's checks found, and the tokens to record if every check passes. */
-export interface CodeExchange {
+export interface CodeExchange extends CodeTokens {
   grantId: string;
   clientId: string;
   userId: string;
@@ -18,13 +39,6 @@ export interface CodeExchange {
   expiresAt: Date;
   /** The checks made without the database (client, redirect_uri, PKCE) all passed. */
   requestMatches: boolean;
-  accessHash: string;
-  accessExpiresAt: Date;
-  /** Recorded only when the code's scope has offline_access. */
-  refreshId: string;
-  refreshHash: string;
-  refreshExpiresAt: Date;
-  refreshAbsoluteExpiresAt: Date;
 }
 
 /** The checks only the database can make, each true when it passed. */
@@ -127,12 +141,7 @@ export async function exchangeAuthorizationCode(
     x.issuedAt,
     x.expiresAt,
     x.requestMatches,
-    x.accessHash,
-    x.accessExpiresAt,
-    x.refreshId,
-    x.refreshHash,
-    x.refreshExpiresAt,
-    x.refreshAbsoluteExpiresAt,
+    ...codeTokenParameters(x),
     sessionIdleSeconds,
   ];
   const query = CompiledQuery.raw(EXCHANGE, parameters) as CompiledQuery<ExchangeRow>;

@@ -5,9 +5,10 @@
 import { CompiledQuery } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
 import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
+import { type CodeTokens, codeTokenParameters } from './codes.js';
 
 /** What a token request brings to a code exchange, and the tokens to record if the code passes. */
-export interface StoredCodeExchange {
+export interface StoredCodeExchange extends CodeTokens {
   codeHash: string;
   /** The authenticated client's id. */
   clientId: string;
@@ -15,13 +16,6 @@ export interface StoredCodeExchange {
   redirectUri: string;
   /** BASE64URL(SHA256(code_verifier)), computed from the request's verifier. */
   codeChallenge: string;
-  accessHash: string;
-  accessExpiresAt: Date;
-  /** Recorded only when the code's scope has offline_access. */
-  refreshId: string;
-  refreshHash: string;
-  refreshExpiresAt: Date;
-  refreshAbsoluteExpiresAt: Date;
 }
 
 /** The code's checks, each true when it passed (null on a replay: nothing was checked). */
@@ -141,12 +135,7 @@ export async function exchangeStoredAuthorizationCode(
     x.clientId,
     storableText(x.redirectUri),
     x.codeChallenge,
-    x.accessHash,
-    x.accessExpiresAt,
-    x.refreshId,
-    x.refreshHash,
-    x.refreshExpiresAt,
-    x.refreshAbsoluteExpiresAt,
+    ...codeTokenParameters(x),
     sessionIdleSeconds,
   ];
   const query = CompiledQuery.raw(EXCHANGE, parameters) as CompiledQuery<ExchangeRow>;

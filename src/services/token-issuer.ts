@@ -8,10 +8,10 @@ import type { Db, Tx } from '../../db/create-db.js';
 import { type BearerRow, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
 import { insertTokenSet, rotateCurrentRefreshToken, type TokenSet } from '../../db/repositories/issuance.js';
 import { findRefreshTokenByHash } from '../../db/repositories/refresh-tokens.js';
-import { exchangeAuthorizationCode } from '../../db/repositories/codes.js';
+import { type CodeTokens, exchangeAuthorizationCode } from '../../db/repositories/codes.js';
 import { exchangeStoredAuthorizationCode } from '../../db/repositories/stored-codes.js';
 import type { Config } from '../config.js';
-import type { CodeExchange, CodeExchangeRequest } from '../oauth/grants/authorization-code.js';
+import type { CodeChecks, CodeExchange, CodeExchangeRequest } from '../oauth/grants/authorization-code.js';
 import type { IssuedTokens, TokenResponse } from '../oauth/grants/grant.js';
 import { signIdToken } from '../oauth/id-token.js';
 import { splitScope } from '../oauth/scope.js';
@@ -62,41 +62,39 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
     };
   };
 
-  /** A code stored by the earlier release (db/repositories/stored-codes.ts), redeemed as it was then. */
-  async function exchangeStoredCode(db: Db, request: CodeExchangeRequest): Promise<CodeExchange> {
+  /** The tokens of a code exchange, drawn before its statement (recorded only if every check passes). */
+  const newCodeTokens = () => {
     const now = Date.now();
     const accessToken = generateToken();
     const refreshToken = generateToken();
     const absolute = new Date(now + config.ttl.refreshTokenAbsolute * 1000);
-    const started = deps.bearers?.generation() ?? 0;
-    const result = await exchangeStoredAuthorizationCode(
-      db,
-      {
-        codeHash: hashToken(request.code),
-        clientId: request.clientId,
-        redirectUri: request.redirectUri,
-        codeChallenge: request.codeChallenge,
-        accessHash: hashToken(accessToken),
-        accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
-        refreshId: randomUUID(),
-        refreshHash: hashToken(refreshToken),
-        refreshExpiresAt: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
-        refreshAbsoluteExpiresAt: absolute,
-      },
-      config.ttl.sessionIdle,
-    );
-    if (result.kind !== 'consumed') return result;
-    const { code, issued } = result;
-    // Checked as the earlier release checked it (revocations deleted such codes).
-    const checks = { ...result.checks, sessionLive: true, consented: true };
+    const rows: CodeTokens = {
+      accessHash: hashToken(accessToken),
+      accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
+      refreshId: randomUUID(),
+      refreshHash: hashToken(refreshToken),
+      // Sliding lifetime, never past the family's absolute cap.
+      refreshExpiresAt: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
+      refreshAbsoluteExpiresAt: absolute,
+    };
+    return { accessToken, refreshToken, rows, started: deps.bearers?.generation() ?? 0 };
+  };
+
+  /** A spent code's answer: its tokens when recorded (the new access token goes to the bearer cache). */
+  const spentCode = (
+    code: Omit<IssuedTokens, 'accessToken' | 'refreshToken' | 'expiresIn' | 'subject'> & { userId: string },
+    checks: CodeChecks,
+    issued: false | { refresh: boolean; bearer: BearerRow | undefined },
+    tokens: ReturnType<typeof newCodeTokens>,
+  ): CodeExchange => {
     if (!issued) return { kind: 'consumed', checks, issued: undefined };
-    if (issued.bearer) deps.bearers?.issued(accessToken, issued.bearer, started);
+    if (issued.bearer) deps.bearers?.issued(tokens.accessToken, issued.bearer, tokens.started);
     return {
       kind: 'consumed',
       checks,
       issued: {
-        accessToken,
-        refreshToken: issued.refresh ? refreshToken : undefined,
+        accessToken: tokens.accessToken,
+        refreshToken: issued.refresh ? tokens.refreshToken : undefined,
         scope: code.scope,
         expiresIn: config.ttl.accessToken,
         subject: code.userId,
@@ -106,6 +104,26 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         sessionId: code.sessionId,
       },
     };
+  };
+
+  /** A code stored by the earlier release (db/repositories/stored-codes.ts), redeemed as it was then. */
+  async function exchangeStoredCode(db: Db, request: CodeExchangeRequest): Promise<CodeExchange> {
+    const tokens = newCodeTokens();
+    const result = await exchangeStoredAuthorizationCode(
+      db,
+      {
+        codeHash: hashToken(request.code),
+        clientId: request.clientId,
+        redirectUri: request.redirectUri,
+        codeChallenge: request.codeChallenge,
+        ...tokens.rows,
+      },
+      config.ttl.sessionIdle,
+    );
+    if (result.kind !== 'consumed') return result;
+    // Checked as the earlier release checked it (revocations deleted such codes).
+    const checks = { ...result.checks, sessionLive: true, consented: true };
+    return spentCode(result.code, checks, result.issued, tokens);
   }
 
   return {
@@ -183,11 +201,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         sameRedirectUri: code.redirectUriHash === redirectUriHash(request.redirectUri),
         pkce: sameSecret(code.codeChallenge, request.codeChallenge),
       };
-      const now = Date.now();
-      const accessToken = generateToken();
-      const refreshToken = generateToken();
-      const absolute = new Date(now + config.ttl.refreshTokenAbsolute * 1000);
-      const started = deps.bearers?.generation() ?? 0;
+      const tokens = newCodeTokens();
       const result = await exchangeAuthorizationCode(
         db,
         {
@@ -200,38 +214,14 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
           issuedAt: code.issuedAt,
           expiresAt: code.expiresAt,
           requestMatches: checks.sameClient && checks.sameRedirectUri && checks.pkce,
-          accessHash: hashToken(accessToken),
-          accessExpiresAt: new Date(now + config.ttl.accessToken * 1000),
-          refreshId: randomUUID(),
-          refreshHash: hashToken(refreshToken),
-          // Sliding lifetime, never past the family's absolute cap.
-          refreshExpiresAt: new Date(Math.min(now + config.ttl.refreshToken * 1000, absolute.getTime())),
-          refreshAbsoluteExpiresAt: absolute,
+          ...tokens.rows,
         },
         config.ttl.sessionIdle,
       );
       if (result.kind === 'unknown') return result;
       if (result.kind === 'replayed')
         return { kind: 'replayed', code: { grantId: code.grantId, clientId: code.clientId, userId: code.userId } };
-      const { issued } = result;
-      const allChecks = { ...checks, ...result.checks };
-      if (!issued) return { kind: 'consumed', checks: allChecks, issued: undefined };
-      if (issued.bearer) deps.bearers?.issued(accessToken, issued.bearer, started);
-      return {
-        kind: 'consumed',
-        checks: allChecks,
-        issued: {
-          accessToken,
-          refreshToken: issued.refresh ? refreshToken : undefined,
-          scope: code.scope,
-          expiresIn: config.ttl.accessToken,
-          subject: code.userId,
-          clientId: code.clientId,
-          authTime: code.authTime,
-          nonce: code.nonce,
-          sessionId: code.sessionId,
-        },
-      };
+      return spentCode(code, { ...checks, ...result.checks }, result.issued, tokens);
     },
 
     /**
