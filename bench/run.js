@@ -39,11 +39,13 @@ const opts = parseOptions(
     runs: { type: 'string' },
     duration: { type: 'string' },
     'max-wait': { type: 'string', default: '60' },
+    'bare-same': { type: 'boolean', default: false },
   },
   'Usage: npm run bench -- [--quick] [--only login,sso,refresh,me,userinfo,discovery,jwks,scopes]\n' +
     '                        [--db pg|pglite|both] [--target ours|anchor|all] [--json FILE]\n' +
     '                        [--runs N (default 3, --quick 1)] [--duration S (default 15, --quick 10)]\n' +
-    '                        [--max-wait S for a quiet machine before each run (default 60)] [--no-build]',
+    '                        [--max-wait S for a quiet machine before each run (default 60)] [--no-build]\n' +
+    '                        [--bare-same: also the bare route with our logger, request id, trace and headers]',
 );
 const RUNS = opts.runs ? wholeNumber('runs', opts.runs, 1, 20) : opts.quick ? 1 : 3;
 const DURATION_S = opts.duration ? wholeNumber('duration', opts.duration, 1, 600) : opts.quick ? 10 : 15;
@@ -63,6 +65,7 @@ function plan() {
   if (opts.target !== 'anchor') {
     for (const db of dbs) list.push({ name: `ours-${db}`, start: () => startOurs(db), kind: 'ours' });
     list.push({ name: 'bare', kind: 'bare' }); // the ceiling goes with our rows
+    if (opts['bare-same']) list.push({ name: 'bare-same', kind: 'bare', same: true });
   }
   if (opts.target !== 'ours') {
     list.push({ name: 'anchor-memory', start: () => startAnchor('memory'), kind: 'anchor' });
@@ -168,7 +171,7 @@ async function oneRun(index, targets) {
     if (t.kind === 'bare' && !bodies) continue;
     let started;
     try {
-      started = t.kind === 'bare' ? await startBare(bodies) : await t.start();
+      started = t.kind === 'bare' ? await startBare(bodies, { same: t.same }) : await t.start();
     } catch (error) {
       // A target that does not start: an error in each of its rows, and the run goes on.
       console.log(`  ${t.name}: COULD NOT START: ${error.message.split('\n').slice(0, 3).join(' / ')}`);

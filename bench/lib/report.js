@@ -3,7 +3,7 @@
 // each ratio taken within one run and then the median over runs, and the targets with pass/fail.
 // Imports nothing of bench/.
 export const SCENARIOS = ['login', 'sso', 'refresh', 'me', 'userinfo', 'discovery', 'jwks', 'scopes'];
-const TARGETS = ['ours-pg', 'ours-pglite', 'anchor-memory', 'anchor-pg', 'bare', 'argon2'];
+const TARGETS = ['ours-pg', 'ours-pglite', 'anchor-memory', 'anchor-pg', 'bare', 'bare-same', 'argon2'];
 const LABEL = {
   login: 'login flow',
   sso: 'SSO flow',
@@ -36,8 +36,11 @@ function referencesOf(target, scenario) {
   }
   if (target === 'anchor-pg') refs['anchor-mem'] = ['anchor-memory', scenario];
   if (scenario === 'login' && target !== 'argon2') refs.ceiling = ['argon2', 'login'];
-  if (['me', 'userinfo', 'discovery', 'jwks', 'scopes'].includes(scenario) && target !== 'bare')
+  if (['me', 'userinfo', 'discovery', 'jwks', 'scopes'].includes(scenario) && target !== 'bare') {
     refs.ceiling = ['bare', scenario];
+    // --bare-same: the same route with what every answer of ours carries (logger, request id, trace, headers).
+    if (target !== 'bare-same') refs['bare-same'] = ['bare-same', scenario];
+  }
   if (target === 'ours-pglite') refs['ours-pg'] = ['ours-pg', scenario];
   return refs;
 }

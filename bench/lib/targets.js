@@ -112,7 +112,13 @@ export async function startOurs(db) {
   return { target, users, readyMs, process: 'server', dbName: run.dbName, stmtFile, client, adminToken };
 }
 
-/** The bodies the bare server answers with: our server's, for user 0 (one sign-in, unmeasured). */
+// Headers of one answer only (the connection's, the length, the request's own id and trace): not replayed.
+const PER_ANSWER = new Set(['date', 'connection', 'keep-alive', 'content-length', 'x-request-id', 'traceparent']);
+
+/**
+ * The bodies the bare server answers with: our server's, for user 0 (one sign-in, unmeasured), and the rest of
+ * our answers' headers (for `--bare-same`).
+ */
 export async function recordBodies(started) {
   const { target, users, client } = started;
   const { tokens } = await loginFlow(target, client, users[0], { scope: FLOW_SCOPE, allowConsent: true });
@@ -122,7 +128,8 @@ export async function recordBodies(started) {
       headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json' },
     });
     if (res.status !== 200) throw new Error(`recording ${key} for the bare server: ${res.status} ${res.body}`);
-    bodies[target.paths[key]] = { body: res.body, cacheControl: res.headers['cache-control'] };
+    const headers = Object.fromEntries(Object.entries(res.headers).filter(([name]) => !PER_ANSWER.has(name)));
+    bodies[target.paths[key]] = { body: res.body, cacheControl: res.headers['cache-control'], headers };
   }
   return bodies;
 }
@@ -160,15 +167,32 @@ export async function startAnchor(adapter) {
 }
 
 // One Fastify app, no logger, no plugins: GET <path> answers the recorded body. CommonJS under `node -e`, so
-// require() finds fastify in the repository's node_modules (cwd).
+// require() finds fastify in the repository's node_modules (cwd). BARE_SAME=1 (`--bare-same`): what our server
+// must do on every answer besides its own work, on the same bare route: pino at warn (Fastify's per-request logger
+// and its response listeners), one onRequest hook giving x-request-id and traceparent as ours do (a UUID, 24
+// random bytes drawn from a pool), and every other header of our recorded answer.
 const BARE_SCRIPT = `
-const app = require('fastify')({ logger: false });
+const same = process.env.BARE_SAME === '1';
+const app = require('fastify')({ logger: same ? { level: 'warn' } : false });
 const routes = JSON.parse(process.env.BARE_ROUTES);
 app.get('/healthz', async () => ({ ok: true }));
-for (const [path, { body, cacheControl }] of Object.entries(routes)) {
+if (same) {
+  const { randomFillSync, randomUUID } = require('node:crypto');
+  const pool = Buffer.alloc(4080);
+  let offset = pool.length;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (offset + 24 > pool.length) { randomFillSync(pool); offset = 0; }
+    const hex = pool.toString('hex', offset, (offset += 24));
+    reply.header('x-request-id', randomUUID());
+    reply.header('traceparent', '00-' + hex.slice(0, 32) + '-' + hex.slice(32) + '-00');
+    done();
+  });
+}
+for (const [path, { body, cacheControl, headers }] of Object.entries(routes)) {
   const json = JSON.parse(body);
   app.get(path, async (request, reply) => {
-    if (cacheControl) reply.header('cache-control', cacheControl);
+    if (same) reply.headers(headers);
+    else if (cacheControl) reply.header('cache-control', cacheControl);
     return json;
   });
 }
@@ -176,17 +200,18 @@ app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) }).catch((e) => {
 for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => app.close().then(() => process.exit(0)));
 `;
 
-export async function startBare(bodies) {
+/** The ceiling; `same`: the same route with our logger, request id, trace and headers (`--bare-same`). */
+export async function startBare(bodies, { same = false } = {}) {
   const { port, origin } = await endpoints();
   const readyMs = await startProcess({
     name: 'server',
-    label: 'the bare Fastify server',
+    label: same ? 'the bare Fastify server with our logger and headers' : 'the bare Fastify server',
     // BENCH_CPU_PROF=DIR: the ceiling's profiles go to DIR/bare, to compare with ours function by function.
-    args: [...cpuProfile('bare'), '-e', BARE_SCRIPT],
-    env: { ...baseEnv(), PORT: String(port), BARE_ROUTES: JSON.stringify(bodies) },
+    args: [...cpuProfile(same ? 'bare-same' : 'bare'), '-e', BARE_SCRIPT],
+    env: { ...baseEnv(), PORT: String(port), BARE_ROUTES: JSON.stringify(bodies), ...(same && { BARE_SAME: '1' }) },
     readyUrl: `${origin}/healthz`,
   });
-  const target = { kind: 'bare', name: 'bare', origin, paths: OUR_PATHS };
+  const target = { kind: 'bare', name: same ? 'bare-same' : 'bare', origin, paths: OUR_PATHS };
   return { target, users: newUsers('bare'), readyMs, process: 'server' };
 }
 
