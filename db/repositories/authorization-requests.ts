@@ -1,20 +1,42 @@
 // Pending authorization requests (the state machine is at the top of src/services/authorization.ts):
 // each is found only together with the hash of its browser-binding cookie.
-import { sql, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Selectable } from 'kysely';
 import type { Db } from '../create-db.js';
 import type { AuthorizationRequestParams, AuthorizationRequestsTable } from '../tables.js';
 
 export type AuthorizationRequestRow = Selectable<AuthorizationRequestsTable>;
 
+// The sign-in path's statements, as fixed SQL text: no query building per request (each ran several times
+// per sign-in, ~0.1 ms of the server's CPU per sign-in each when built). Unnamed, not prepared: `*` stays
+// right when a migration adds a column.
+const INSERT = `insert into authorization_requests (id, client_id, params, expires_at, browser_hash)
+  values ($1, $2, $3, $4, $5) returning *`;
+
+const PENDING = `select * from authorization_requests
+  where id = $1 and browser_hash = $2 and completed_at is null and expires_at > now()`;
+
+const SIGNED_IN = `update authorization_requests
+  set login_completed_at = now(), login_user_id = $3, login_session_id = $4
+  where id = $1 and browser_hash = $2 and completed_at is null and expires_at > now()
+  returning id`;
+
+async function rows<R>(db: Db, text: string, parameters: unknown[]): Promise<R[]> {
+  return (await db.executeQuery(CompiledQuery.raw(text, parameters) as CompiledQuery<R>)).rows;
+}
+
 export async function insertAuthorizationRequest(
   db: Db,
   row: { id: string; client_id: string; params: AuthorizationRequestParams; expires_at: Date; browser_hash: string },
 ): Promise<AuthorizationRequestRow> {
-  return db
-    .insertInto('authorization_requests')
-    .values({ ...row, params: JSON.stringify(row.params) })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const [inserted] = await rows<AuthorizationRequestRow>(db, INSERT, [
+    row.id,
+    row.client_id,
+    JSON.stringify(row.params),
+    row.expires_at,
+    row.browser_hash,
+  ]);
+  if (!inserted) throw new Error('insert into authorization_requests returned no row');
+  return inserted;
 }
 
 /** A request that is neither completed nor expired, presented by the browser that started it. */
@@ -23,14 +45,8 @@ export async function findPendingAuthorizationRequest(
   id: string,
   browserHash: string,
 ): Promise<AuthorizationRequestRow | undefined> {
-  return db
-    .selectFrom('authorization_requests')
-    .selectAll()
-    .where('id', '=', id)
-    .where('browser_hash', '=', browserHash)
-    .where('completed_at', 'is', null)
-    .where('expires_at', '>', sql<Date>`now()`)
-    .executeTakeFirst();
+  const [row] = await rows<AuthorizationRequestRow>(db, PENDING, [id, browserHash]);
+  return row;
 }
 
 /** Records who completed sign-in on a pending request of this browser, in which session. */
@@ -40,15 +56,8 @@ export async function recordRequestSignIn(
   browserHash: string,
   who: { userId: string; sessionId: string },
 ): Promise<boolean> {
-  const r = await db
-    .updateTable('authorization_requests')
-    .set({ login_completed_at: sql`now()`, login_user_id: who.userId, login_session_id: who.sessionId })
-    .where('id', '=', id)
-    .where('browser_hash', '=', browserHash)
-    .where('completed_at', 'is', null)
-    .where('expires_at', '>', sql<Date>`now()`)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  const updated = await rows<{ id: string }>(db, SIGNED_IN, [id, browserHash, who.userId, who.sessionId]);
+  return updated.length > 0;
 }
 
 /**

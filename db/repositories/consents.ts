@@ -1,15 +1,15 @@
 // Remembered consent: the scopes a user has allowed an application, one row per user and application.
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Db, Tx } from '../create-db.js';
 
+// Fixed SQL text (read on every sign-in's continuation): no query building per request.
+const SCOPES = 'select scopes from consents where user_id = $1 and client_id = $2';
+
 export async function findConsent(db: Db, userId: string, clientId: string): Promise<string[] | undefined> {
-  const row = await db
-    .selectFrom('consents')
-    .select('scopes')
-    .where('user_id', '=', userId)
-    .where('client_id', '=', clientId)
-    .executeTakeFirst();
-  return row?.scopes;
+  const { rows } = await db.executeQuery(
+    CompiledQuery.raw(SCOPES, [userId, clientId]) as CompiledQuery<{ scopes: string[] }>,
+  );
+  return rows[0]?.scopes;
 }
 
 /** Remembers the union of what the user has consented to for this application. */

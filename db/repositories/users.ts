@@ -1,5 +1,5 @@
 // SQL for the users table. E-mail lookups compare lower(email), matching the unique index.
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Db } from '../create-db.js';
 import type { NewUserRow, UserRow, UserUpdate } from '../tables.js';
 
@@ -29,15 +29,13 @@ export async function lockUserById(db: Db, id: string): Promise<UserRow | undefi
   return db.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
+// lower() on both sides: JavaScript and PostgreSQL case mappings differ (final sigma, dotted I). Fixed SQL text
+// (run on every sign-in): no query building per request.
+const BY_EMAIL = 'select * from users where lower(email) = lower($1)';
+
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return (
-    db
-      .selectFrom('users')
-      .selectAll()
-      // lower() on both sides: JavaScript and PostgreSQL case mappings differ (final sigma, dotted I).
-      .where(sql`lower(email)`, '=', sql`lower(${email})`)
-      .executeTakeFirst()
-  );
+  const { rows } = await db.executeQuery(CompiledQuery.raw(BY_EMAIL, [email]) as CompiledQuery<UserRow>);
+  return rows[0];
 }
 
 export async function listUserRows(
