@@ -1,6 +1,6 @@
 // One Kysely instance over PostgreSQL (pg) when a URL is given, otherwise over embedded PGlite
 // (file-backed in a directory, or in memory for tests), which runs in a worker thread (db/pglite-worker.ts).
-import { Kysely, PostgresDialect, sql, type CompiledQuery, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PGliteWorkerClient } from './pglite-client.js';
 import { PGliteWorkerDialect } from './pglite-dialect.js';
@@ -15,6 +15,11 @@ export type Tx = Transaction<Database>;
 
 type PreparedExecutor = (name: string, query: CompiledQuery) => Promise<unknown[]>;
 const preparedExecutors = new WeakMap<object, PreparedExecutor>();
+
+/** Runs fixed SQL text with its parameters ($1, $2, ...), unnamed: no query building, and `*` stays safe. */
+export async function executeText<R>(db: Db, text: string, parameters: unknown[]): Promise<R[]> {
+  return (await db.executeQuery(CompiledQuery.raw(text, parameters) as CompiledQuery<R>)).rows;
+}
 
 /**
  * Runs a hot query as a named prepared statement on PostgreSQL (parsed and planned once per pooled

@@ -1,7 +1,7 @@
 // Pending authorization requests (the state machine is at the top of src/services/authorization.ts):
 // each is found only together with the hash of its browser-binding cookie.
-import { CompiledQuery, sql, type Selectable } from 'kysely';
-import type { Db } from '../create-db.js';
+import { sql, type Selectable } from 'kysely';
+import { executeText, type Db } from '../create-db.js';
 import type { AuthorizationRequestParams, AuthorizationRequestsTable } from '../tables.js';
 
 export type AuthorizationRequestRow = Selectable<AuthorizationRequestsTable>;
@@ -20,15 +20,11 @@ const SIGNED_IN = `update authorization_requests
   where id = $1 and browser_hash = $2 and completed_at is null and expires_at > now()
   returning id`;
 
-async function rows<R>(db: Db, text: string, parameters: unknown[]): Promise<R[]> {
-  return (await db.executeQuery(CompiledQuery.raw(text, parameters) as CompiledQuery<R>)).rows;
-}
-
 export async function insertAuthorizationRequest(
   db: Db,
   row: { id: string; client_id: string; params: AuthorizationRequestParams; expires_at: Date; browser_hash: string },
 ): Promise<AuthorizationRequestRow> {
-  const [inserted] = await rows<AuthorizationRequestRow>(db, INSERT, [
+  const [inserted] = await executeText<AuthorizationRequestRow>(db, INSERT, [
     row.id,
     row.client_id,
     JSON.stringify(row.params),
@@ -45,7 +41,7 @@ export async function findPendingAuthorizationRequest(
   id: string,
   browserHash: string,
 ): Promise<AuthorizationRequestRow | undefined> {
-  const [row] = await rows<AuthorizationRequestRow>(db, PENDING, [id, browserHash]);
+  const [row] = await executeText<AuthorizationRequestRow>(db, PENDING, [id, browserHash]);
   return row;
 }
 
@@ -56,7 +52,7 @@ export async function recordRequestSignIn(
   browserHash: string,
   who: { userId: string; sessionId: string },
 ): Promise<boolean> {
-  const updated = await rows<{ id: string }>(db, SIGNED_IN, [id, browserHash, who.userId, who.sessionId]);
+  const updated = await executeText<{ id: string }>(db, SIGNED_IN, [id, browserHash, who.userId, who.sessionId]);
   return updated.length > 0;
 }
 

@@ -1,15 +1,13 @@
 // Remembered consent: the scopes a user has allowed an application, one row per user and application.
-import { CompiledQuery, sql } from 'kysely';
-import type { Db, Tx } from '../create-db.js';
+import { sql } from 'kysely';
+import { executeText, type Db, type Tx } from '../create-db.js';
 
 // Fixed SQL text (read on every sign-in's continuation): no query building per request.
 const SCOPES = 'select scopes from consents where user_id = $1 and client_id = $2';
 
 export async function findConsent(db: Db, userId: string, clientId: string): Promise<string[] | undefined> {
-  const { rows } = await db.executeQuery(
-    CompiledQuery.raw(SCOPES, [userId, clientId]) as CompiledQuery<{ scopes: string[] }>,
-  );
-  return rows[0]?.scopes;
+  const [row] = await executeText<{ scopes: string[] }>(db, SCOPES, [userId, clientId]);
+  return row?.scopes;
 }
 
 /** Remembers the union of what the user has consented to for this application. */

@@ -1,6 +1,6 @@
 // SQL for the users table. E-mail lookups compare lower(email), matching the unique index.
-import { CompiledQuery, sql } from 'kysely';
-import type { Db } from '../create-db.js';
+import { sql } from 'kysely';
+import { executeText, type Db } from '../create-db.js';
 import type { NewUserRow, UserRow, UserUpdate } from '../tables.js';
 
 export type { UserRow };
@@ -34,8 +34,8 @@ export async function lockUserById(db: Db, id: string): Promise<UserRow | undefi
 const BY_EMAIL = 'select * from users where lower(email) = lower($1)';
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  const { rows } = await db.executeQuery(CompiledQuery.raw(BY_EMAIL, [email]) as CompiledQuery<UserRow>);
-  return rows[0];
+  const [row] = await executeText<UserRow>(db, BY_EMAIL, [email]);
+  return row;
 }
 
 export async function listUserRows(
