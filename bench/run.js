@@ -165,7 +165,12 @@ async function oneRun(index, targets) {
   for (const t of targets) {
     if (run.interrupted) return;
     if (t.kind === 'argon2') {
-      results.push({ run: index, target: 'argon2', scenario: 'login', ...argon2Loop(), load1: loadavg()[0] });
+      const r = argon2Loop();
+      results.push({ run: index, target: 'argon2', scenario: 'login', ...r, load1: loadavg()[0] });
+      console.log(
+        `  ${'argon2'.padEnd(13)} ${'verify'.padEnd(9)} ${r.opsPerSec.toFixed(1).padStart(8)}/s` +
+          ` ${r.serverCpuMsPerOp.toFixed(2)} ms of CPU each`,
+      );
       continue;
     }
     if (t.kind === 'bare' && !bodies) continue;
