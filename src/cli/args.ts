@@ -20,13 +20,56 @@ export const LIST_OPTIONS = {
 
 export function parse(args: string[], options: Options): { values: Values; positionals: string[] } {
   try {
-    const all = { ...COMMON, ...options };
-    const { values, positionals } = parseArgs({ args, options: all, allowPositionals: true, strict: true });
-    return { values: values as Values, positionals };
+    const all: NonNullable<Options> = { ...COMMON, ...options };
+    const { words, dashed } = shieldDashedWords(args, all);
+    const parsed = parseArgs({ args: words, options: all, allowPositionals: true, strict: true });
+    const positionals = parsed.positionals.map((p) => dashed.get(p) ?? p);
+    return { values: parsed.values as Values, positionals };
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
   }
 }
+
+const PLACEHOLDER = '\u0000';
+
+/**
+ * Our options are long ones (and -h), so a longer word with a single dash is a value, not a cluster of short
+ * options: key ids are RFC 7638 thumbprints in base64url and one in 64 starts with "-". parseArgs would reject
+ * `idp keys retire -Exyz…` as an unknown option -E, and `--password -abc` as ambiguous. A single-dash word right
+ * after a string option (no "=") becomes its value; any other longer than two characters becomes a positional,
+ * carried through parseArgs under a placeholder (argv cannot hold NUL) so the positionals keep their order.
+ * "--" still ends the options; "-yes" for "--yes" is named as the mistake it is.
+ */
+function shieldDashedWords(
+  args: string[],
+  options: NonNullable<Options>,
+): { words: string[]; dashed: Map<string, string> } {
+  const words: string[] = [];
+  const dashed = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      words.push(...args.slice(i));
+      break;
+    }
+    const next = args[i + 1];
+    const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && /^-[^-]/.test(next)) {
+      words.push(`${arg}=${next}`);
+      i++;
+    } else if (isDashedWord(arg)) {
+      if (options[arg.slice(1)]) throw new UsageError(`unknown option ${arg}; did you mean -${arg}?`);
+      const placeholder = `${PLACEHOLDER}${dashed.size}`;
+      dashed.set(placeholder, arg);
+      words.push(placeholder);
+    } else {
+      words.push(arg);
+    }
+  }
+  return { words, dashed };
+}
+
+const isDashedWord = (arg: string) => arg.length > 2 && arg[0] === '-' && arg[1] !== '-';
 
 /** The subcommand is the first word after the command; an option there is --help or a mistake. */
 export function splitSubcommand(command: string, rest: string[]): [string | undefined, string[]] {
