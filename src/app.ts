@@ -4,13 +4,14 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import formbody from '@fastify/formbody';
 import cookie from '@fastify/cookie';
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
 import type { StaticApplications } from './services/applications.js';
 import { lazyChildLogger, loggerOptions } from './logger.js';
 import { traceparent, traceRequest } from './trace.js';
+import { validatorCompiler } from './validate.js';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -103,7 +104,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // start (initdb of the embedded database) on a busy machine.
     pluginTimeout: 120_000,
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(validatorCompiler);
 
   // Every answer, JSON included (ASVS 5.0 3.4.1, 3.4.4): no MIME sniffing, and on https a browser keeps
   // to https for a year (not includeSubDomains: the operator's other hosts are not ours to decide).

@@ -1,8 +1,28 @@
 // Schema errors turned into `{ field, message }` lines, the same for Fastify routes, the CLI and the
 // static application file.
+import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema, Static } from 'typebox';
+import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
 import { validationError, type FieldProblem } from './errors.js';
+
+/**
+ * Fastify's validator for every route: @fastify/type-provider-typebox's, except that a querystring, params or
+ * headers value that already satisfies its schema is taken as it is. That one converts every such value first
+ * (`Value.Convert`, "5" to 5 for an integer), which walks the schema each time: ~10 µs for authorize's
+ * parameters, on every authorization request, for strings that are already strings. A value that does not
+ * pass as it is gets the same conversion as before, then the check.
+ */
+export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+  const typeCheck = Compile(schema);
+  return (value: unknown) => {
+    if (typeCheck.Check(value)) return { value };
+    if (httpPart === 'body') return { error: typeCheck.Errors(value) as never };
+    const converted = Value.Convert(schema, value);
+    if (typeCheck.Check(converted)) return { value: converted };
+    return { error: typeCheck.Errors(converted) as never };
+  };
+};
 
 export interface SchemaErrorLike {
   keyword: string;
