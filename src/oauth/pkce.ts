@@ -1,5 +1,5 @@
 // RFC 7636 PKCE, S256 only (RFC 9700 §2.1.1: plain is not allowed).
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
 /** code_verifier = 43*128unreserved (RFC 7636 §4.1). */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -15,7 +15,8 @@ export function isValidCodeChallenge(challenge: string): boolean {
 }
 
 export function s256Challenge(verifier: string): string {
-  return createHash('sha256').update(verifier, 'ascii').digest('base64url');
+  // A verifier is checked against VERIFIER (unreserved ASCII) before it is hashed: UTF-8 bytes = ASCII bytes.
+  return hash('sha256', verifier, 'base64url');
 }
 
 /** Constant-time comparison of the derived and the stored challenge. */

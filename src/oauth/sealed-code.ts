@@ -3,7 +3,7 @@
 // (decisions.md: client, redirect_uri, PKCE challenge, nonce, scope, user, auth_time, and the session) can be
 // read only by this server and changed by nobody; single use is enforced where it is spent: the exchange
 // inserts the code's grant under the grant id the code carries, so a second exchange finds it taken.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { seal, unseal } from './seal.js';
 
 const PURPOSE = 'authorization code';
@@ -28,8 +28,7 @@ export interface CodeContents {
   scope: string;
 }
 
-export const redirectUriHash = (redirectUri: string): string =>
-  createHash('sha256').update(redirectUri, 'utf8').digest('base64url');
+export const redirectUriHash = (redirectUri: string): string => hash('sha256', redirectUri, 'base64url');
 
 type Packed = [string, string, string, string, number, string, number, string, string, string | null, string];
 

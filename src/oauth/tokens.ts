@@ -1,5 +1,5 @@
 // Opaque tokens: 256 bits from the CSPRNG. Only their SHA-256 is stored.
-import { createHash, hash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export function generateToken(): string {
   return randomBytes(32).toString('base64url');
@@ -15,7 +15,7 @@ export function hashToken(token: string): string {
  * ID token's alg: SHA-256 for RS256/ES256, SHA-512 for EdDSA with Ed25519.
  */
 export function atHash(accessToken: string, alg = 'RS256'): string {
-  const hash =
+  const algorithm =
     alg === 'EdDSA'
       ? 'sha512'
       : /(\d{3})$/.exec(alg)?.[1] === '384'
@@ -23,6 +23,7 @@ export function atHash(accessToken: string, alg = 'RS256'): string {
         : /(\d{3})$/.exec(alg)?.[1] === '512'
           ? 'sha512'
           : 'sha256';
-  const digest = createHash(hash).update(accessToken, 'ascii').digest();
+  // The token is base64url (ASCII): its UTF-8 bytes, which crypto.hash takes, are its ASCII bytes.
+  const digest = hash(algorithm, accessToken, 'buffer');
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }

@@ -3,7 +3,7 @@
 // (db/repositories/issuance.ts), inside the caller's transaction when it has one; answers with the ID
 // token signed after that statement or transaction, so that no row lock or pooled connection waits on
 // a signature.
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Db, Tx } from '../../db/create-db.js';
 import { type BearerRow, findAccessTokenByHash } from '../../db/repositories/access-tokens.js';
 import { insertTokenSet, rotateCurrentRefreshToken, type TokenSet } from '../../db/repositories/issuance.js';
@@ -24,7 +24,7 @@ const SEAL_PURPOSE = 'refresh successor';
 
 /** Equality of two secrets whose comparison time says nothing of either (compared as SHA-256 digests). */
 const sameSecret = (a: string, b: string) => timingSafeEqual(hashDigest(a), hashDigest(b));
-const hashDigest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+const hashDigest = (value: string) => hash('sha256', value, 'buffer');
 
 export interface IssueInput {
   grantId: string;
