@@ -134,8 +134,19 @@ export function classifyWrite(root: RootOperationNode): InvalidationEvent | unde
     const events = tables.map((t) => classifyTableWrite('delete', t!, []));
     return events.find((e) => e?.kind === 'application') ?? events.find(Boolean);
   }
-  if (node.kind === 'RawNode') return classifySql((node.sqlFragments as readonly string[]).join(' '));
+  if (node.kind === 'RawNode') return classifySqlOnce((node.sqlFragments as readonly string[]).join(' '));
   return undefined;
+}
+
+// Hand-written statements are fixed texts (their values are parameters, not fragments): each is judged once.
+// Bounded all the same, for sql.raw() texts built at run time.
+const judged = new Map<string, InvalidationEvent | undefined>();
+function classifySqlOnce(text: string): InvalidationEvent | undefined {
+  if (judged.has(text)) return judged.get(text);
+  const event = classifySql(text);
+  if (judged.size >= 1000) judged.clear();
+  judged.set(text, event);
+  return event;
 }
 
 const UPDATE =
