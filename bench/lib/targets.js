@@ -20,8 +20,11 @@ import { FLOW_SCOPE, loginFlow } from './flows.js';
 export const USERS = Number(process.env.BENCH_VUS || 16);
 const PRELOAD = ['--import', './bench/lib/count-statements.js'];
 /** BENCH_CPU_PROF=DIR: our server writes V8 CPU profiles (one per thread, the PGlite worker's too) into DIR. */
-const cpuProfile = (sub = '') =>
-  process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, sub)}`] : [];
+const cpuProfile = (sub = '') => [
+  ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, sub)}`] : []),
+  // BENCH_PERF=1: /tmp/perf-<pid>.map, so that Linux `perf` names our JavaScript frames (bench/README).
+  ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
+];
 
 const OUR_PATHS = {
   authorize: '/api/auth/oauth2/authorize',
