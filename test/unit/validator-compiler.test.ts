@@ -1,0 +1,31 @@
+// The routes' validator (src/validate.ts): a value that passes as it is stays as it is; one that does not is
+// converted as @fastify/type-provider-typebox converts it (querystring, params, headers), then checked.
+import t from 'tap';
+import Type from 'typebox';
+import { validatorCompiler } from '../../src/validate.js';
+
+const compile = (schema: Parameters<typeof validatorCompiler>[0]['schema'], httpPart: string) =>
+  validatorCompiler({ schema, httpPart, method: 'GET', url: '/' }) as (value: unknown) => {
+    value?: unknown;
+    error?: unknown;
+  };
+
+t.test('a value that already passes comes through unchanged', async (t) => {
+  const params = Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]));
+  const query = { client_id: 'c', scope: ['openid', 'profile'] };
+  t.equal(compile(params, 'querystring')(query).value, query, 'the same object');
+});
+
+t.test('a querystring value that does not pass is converted, then checked', async (t) => {
+  const list = Type.Object({ limit: Type.Optional(Type.Integer()), types: Type.Optional(Type.Array(Type.String())) });
+  const validate = compile(list, 'querystring');
+  t.same(validate({ limit: '20', types: 'user.signed_in' }).value, { limit: 20, types: ['user.signed_in'] });
+  t.ok(validate({ limit: 'many' }).error, 'not a number: an error');
+});
+
+t.test('a body is never converted', async (t) => {
+  const body = Type.Object({ limit: Type.Integer() });
+  const validate = compile(body, 'body');
+  t.same(validate({ limit: 5 }).value, { limit: 5 });
+  t.ok(validate({ limit: '5' }).error, 'JSON says what it means: "5" is not 5');
+});
