@@ -54,11 +54,11 @@ function shieldDashedWords(
     }
     const next = args[i + 1];
     const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
-    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && /^-[^-]/.test(next)) {
+    if (name !== undefined && own(options, name)?.type === 'string' && next !== undefined && /^-[^-]/.test(next)) {
       words.push(`${arg}=${next}`);
       i++;
     } else if (isDashedWord(arg)) {
-      if (options[arg.slice(1)]) throw new UsageError(`unknown option ${arg}; did you mean -${arg}?`);
+      if (own(options, arg.slice(1))) throw new UsageError(`unknown option ${arg}; did you mean -${arg}?`);
       const placeholder = `${PLACEHOLDER}${dashed.size}`;
       dashed.set(placeholder, arg);
       words.push(placeholder);
@@ -70,6 +70,8 @@ function shieldDashedWords(
 }
 
 const isDashedWord = (arg: string) => arg.length > 2 && arg[0] === '-' && arg[1] !== '-';
+/** The option of that name, if the command has one (not a property every object inherits). */
+const own = (options: NonNullable<Options>, name: string) => (Object.hasOwn(options, name) ? options[name] : undefined);
 
 /** The subcommand is the first word after the command; an option there is --help or a mistake. */
 export function splitSubcommand(command: string, rest: string[]): [string | undefined, string[]] {

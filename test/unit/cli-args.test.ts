@@ -29,6 +29,7 @@ t.test('"--" still ends the options; short options and mistakes still fail clear
   t.ok(thrown(() => parse(['-x'], {})) instanceof UsageError, 'a usage error (exit code 2)');
   t.throws(() => parse(['--nope'], {}), /Unknown option '--nope'/);
   t.throws(() => parse(['-yes'], {}), /unknown option -yes; did you mean --yes\?/);
+  t.same(parse(['-constructor'], {}).positionals, ['-constructor'], 'not an option every object inherits');
   t.throws(() => parse(['--grant'], { grant: { type: 'string' } }), /argument missing/);
   t.throws(() => parse(['--grant', '--yes'], { grant: { type: 'string' } }), /ambiguous/);
 });
