@@ -60,10 +60,28 @@ export function createBearerService(deps: {
   function remember(tokenHash: string, found: BearerRow, started: number): BearerAuth | undefined {
     const auth = toAuth(tokenHash, found);
     if (auth && cacheMs > 0 && started === generation && found.liveForMs > 0) {
+      const now = Date.now();
+      sweep(now);
       if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
-      cache.set(tokenHash, { until: Date.now() + Math.min(cacheMs, found.liveForMs), auth });
+      // Deleted first, so that the entry moves to the end: the map stays in order of insertion, which is
+      // about the order of expiry (every entry lives cacheMs or less).
+      cache.delete(tokenHash);
+      cache.set(tokenHash, { until: now + Math.min(cacheMs, found.liveForMs), auth });
     }
     return auth;
+  }
+
+  /**
+   * Drops expired entries from the oldest end, stopping at the first live one. Without it an entry that is
+   * never asked for again (most tokens: a refresh chain's, a client's that stopped) stayed until the size cap
+   * pushed it out: 50,000 answers with their users' claims held for nothing, and kept alive through every
+   * garbage collection. Amortized, each entry is looked at once more when it goes.
+   */
+  function sweep(now: number): void {
+    for (const [key, entry] of cache) {
+      if (entry.until > now) return;
+      cache.delete(key);
+    }
   }
 
   function toAuth(tokenHash: string, found: BearerRow): BearerAuth | undefined {
@@ -109,6 +127,8 @@ export function createBearerService(deps: {
     issued(token: string, found: BearerRow, started: number): void {
       remember(hashToken(token), found, started);
     },
+    /** Authentications held now, expired ones not yet swept included. */
+    size: () => cache.size,
     /** Drops every cached authentication (something was revoked or changed). */
     invalidate() {
       generation++;

@@ -321,6 +321,23 @@ t.test('a cached answer never outlives the session idle deadline or the token ex
   t.equal((await me(offline, short.app)).statusCode, 401, 'the token expired');
 });
 
+t.test('expired answers are swept as new ones come, not held until the size cap', async (t) => {
+  const brief = await buildTestApp(t, { database, env: { BEARER_CACHE_SECONDS: '1' } });
+  const bearers = brief.app.services.bearers;
+  const user = await newUser();
+  const first = await tokensOf(user, { server: brief.app });
+  const second = await tokensOf(user, { server: brief.app });
+  await warm(t, first.tokens.access_token, brief.app);
+  await warm(t, second.tokens.access_token, brief.app);
+  t.equal(bearers.size(), 2, 'both answers are cached');
+  await new Promise((r) => setTimeout(r, 1100));
+  const third = await tokensOf(user, { server: brief.app });
+  t.equal(bearers.size(), 1, 'the two expired answers went when the third token was cached');
+  await warm(t, first.tokens.access_token, brief.app);
+  t.equal(bearers.size(), 2, 'an expired token still works: it is looked up again and cached anew');
+  await warm(t, third.tokens.access_token, brief.app);
+});
+
 t.test('BEARER_CACHE_SECONDS=0 turns the cache off', async (t) => {
   if (database.engine !== 'pglite') {
     t.pass('checked on PGlite (raw SQL changes are announced on PostgreSQL)');
