@@ -2,8 +2,8 @@
 // each of its log lines (`traceId`). A valid incoming `traceparent` (version 00) gives the trace id; anything
 // else is ignored and a new one is made, never an error. The answer carries `traceparent` with the same trace
 // id and this server's own span id, so a caller can find the request's log lines.
-import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { randomString } from './random.js';
 
 export interface Trace {
   traceId: string;
@@ -18,20 +18,6 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_PARENT = '0'.repeat(16);
 
-// Random bytes drawn in blocks: one randomFillSync per 170 requests, not one per request.
-const pool = Buffer.alloc(4080);
-let offset = pool.length;
-
-function randomHex(bytes: number): string {
-  if (offset + bytes > pool.length) {
-    randomFillSync(pool);
-    offset = 0;
-  }
-  const hex = pool.toString('hex', offset, offset + bytes);
-  offset += bytes;
-  return hex;
-}
-
 /** The trace of a request with this `traceparent` header (a new trace when it is missing or invalid). */
 export function traceOf(header: string | string[] | undefined): Trace {
   const match = typeof header === 'string' && header.length === 55 ? TRACEPARENT.exec(header) : null;
@@ -39,7 +25,7 @@ export function traceOf(header: string | string[] | undefined): Trace {
     return { traceId: match[1]!, spanId: newSpanId(), flags: Number.parseInt(match[3]!, 16) & 1 ? '01' : '00' };
   }
   // A new trace id and span id from one draw of 24 random bytes (one hex conversion per request).
-  const hex = randomHex(24);
+  const hex = randomString(24, 'hex');
   const traceId = hex.slice(0, 32);
   const spanId = hex.slice(32);
   if (traceId === ZERO_TRACE || spanId === ZERO_PARENT) return traceOf(undefined);
@@ -47,8 +33,8 @@ export function traceOf(header: string | string[] | undefined): Trace {
 }
 
 function newSpanId(): string {
-  let id = randomHex(8);
-  while (id === ZERO_PARENT) id = randomHex(8);
+  let id = randomString(8, 'hex');
+  while (id === ZERO_PARENT) id = randomString(8, 'hex');
   return id;
 }
 

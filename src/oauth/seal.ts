@@ -1,6 +1,7 @@
 // Authenticated encryption of small secrets at rest: AES-256-GCM under a key derived from SECRET_KEY
 // with HKDF, one derived key per purpose, with associated data binding the ciphertext to its row.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
+import { randomBuffer } from '../random.js';
 
 const keys = new Map<string, Buffer>();
 
@@ -16,7 +17,7 @@ function derive(secretKey: string, purpose: string): Buffer {
 
 /** "v1.<iv>.<ciphertext>.<tag>", base64url parts. */
 export function seal(plaintext: string, options: { secretKey: string; purpose: string; aad: string }): string {
-  const iv = randomBytes(12);
+  const iv = randomBuffer(12);
   const cipher = createCipheriv('aes-256-gcm', derive(options.secretKey, options.purpose), iv);
   cipher.setAAD(Buffer.from(options.aad, 'utf8'));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
