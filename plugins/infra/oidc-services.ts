@@ -70,7 +70,10 @@ declare module 'fastify' {
     signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
     /** The browser-binding secret of pending authorization requests (cookie), if this browser has one. */
     browserBinding(request: FastifyRequest): string | undefined;
-    /** The browser-binding secret, set as a cookie first when this browser has none (authorize). */
+    /**
+     * The browser-binding secret, (re)set as a cookie lasting CONSENT_REQUEST_TTL: authorize calls it when it
+     * stores a pending request, so that the cookie outlives the request.
+     */
     bindBrowser(request: FastifyRequest, reply: FastifyReply): string;
   }
 }
@@ -198,7 +201,9 @@ export default fp(
     });
     // Pending authorization requests are bound to the browser that started them (see
     // src/services/authorization.ts): a random secret in an HttpOnly cookie, its hash on each request.
-    // One secret serves every tab; it is renewed with each authorize. SameSite=Lax at most, so that it
+    // One secret serves every tab; it is renewed by each authorize that stores a request, so it lasts at least
+    // as long as every pending request of the browser. An authorize that issues a code at once (single
+    // sign-on) or answers with an error stores nothing and sets no cookie. SameSite=Lax at most, so that it
     // is sent on the top-level navigation back from the application's site (None when configured).
     const bindingCookie = config.cookieSecure ? '__Host-idp.authz' : 'idp.authz';
     const bindingAttributes = {

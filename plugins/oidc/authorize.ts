@@ -28,7 +28,8 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
     await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
-    const decision = await app.services.authorization.authorize(params, app.bindBrowser(request, reply), {
+    // The binding cookie is set only when a pending request is stored (a code issued at once needs none).
+    const decision = await app.services.authorization.authorize(params, () => app.bindBrowser(request, reply), {
       cookie: request.cookies?.[app.sessionCookieName],
       resolve: () => app.currentSession(request),
     });

@@ -9,10 +9,10 @@
 //                         └─ code issued, an error redirected, a denial ─▶ COMPLETED (completed_at; once, atomically)
 //   (a request not completed within CONSENT_REQUEST_TTL expires; clean-up deletes it)
 //
-// Who may move it: only the browser that started it. authorize() is given a browser-binding secret
-// (an HttpOnly cookie set by the authorize endpoint) and stores its SHA-256 (browser_hash); every later
-// step finds the request by id AND that hash, so a link to someone else's request is as good as
-// expired, whoever is signed in.
+// Who may move it: only the browser that started it. authorize() asks for a browser-binding secret (an
+// HttpOnly cookie the authorize endpoint sets then) when it stores a request, and stores its SHA-256
+// (browser_hash) with it; every later step finds the request by id AND that hash, so a link to someone
+// else's request is as good as expired, whoever is signed in.
 // What each step is worth: the next step is never stored, it is derived by nextStep() from the request,
 // the session presenting it (the hosted-login cookie) and the user's remembered consent:
 //   - no session ─▶ sign-in (sign-up with prompt=create; login_required with prompt=none)
@@ -299,13 +299,13 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return decision;
   }
 
-  const storeRequest = (params: AuthorizationRequestParams, browser: string) =>
+  const storeRequest = (params: AuthorizationRequestParams, browser: () => string) =>
     requests.insertAuthorizationRequest(db, {
       id: generateToken(),
       client_id: params.client_id,
       params,
       expires_at: new Date(Date.now() + config.ttl.consentRequest * 1000),
-      browser_hash: hashToken(browser),
+      browser_hash: hashToken(browser()),
     });
 
   /**
@@ -315,7 +315,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
    */
   async function authorizeSignedIn(
     params: AuthorizationRequestParams,
-    browser: string,
+    browser: () => string,
     ctx: SessionContext,
   ): Promise<Decision> {
     const step = await nextStep(NOTHING_DONE(params), ctx, true);
@@ -332,10 +332,10 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   return {
     /**
      * GET/POST authorize: validate, store the request bound to this browser, and decide the first step.
-     * `browser` is the browser-binding secret the endpoint keeps in a cookie; `session` the hosted-login
-     * session the browser presents.
+     * `browser` gives the browser-binding secret the endpoint keeps in a cookie, called only when a request
+     * is stored (it sets the cookie); `session` the hosted-login session the browser presents.
      */
-    async authorize(raw: RawParams, browser: string, session: PresentedSession): Promise<Decision> {
+    async authorize(raw: RawParams, browser: () => string, session: PresentedSession): Promise<Decision> {
       const { app, redirectUri, state } = await verifyClient(raw);
       let params: AuthorizationRequestParams;
       try {

@@ -514,6 +514,12 @@ t.test('without a session: a 303 to the sign-in page with a pending request', as
   const id = expectStep(t, res, 'sign-in');
   t.equal(res.headers.location, `${LOGIN}/sign-in?request=${id}`);
   t.equal(res.body, '');
+  t.equal(cookiesOf(res)['idp.authz'], BROWSER['idp.authz'], 'the stored request renews the binding cookie');
+  const fresh = await app.inject({ method: 'GET', url: `${AUTHORIZE}?${encode(request())}` });
+  const binding = cookiesOf(fresh)['idp.authz'];
+  t.match(binding, /^[A-Za-z0-9_-]{43}$/, 'a browser without one gets a new binding secret');
+  t.match(String(fresh.headers['set-cookie']), /idp\.authz=[^;]+; Max-Age=\d+; Path=\/; HttpOnly; SameSite=Lax/);
+  expectStep(t, fresh, 'sign-in');
   t.not(requestIdOf(await authorize(request())), id, 'every authorization gets its own request id');
 
   const page = await follow(res.headers.location as string);
@@ -635,7 +641,9 @@ t.test('consent: asked once, remembered, asked again for new scopes and with pro
   );
 
   t.test('remembered: the same or fewer scopes go straight to the client', async (t) => {
-    expectCode(t, await authorize(request({ scope: 'openid profile' }), { jar }));
+    const direct = await authorize(request({ scope: 'openid profile' }), { jar });
+    expectCode(t, direct);
+    t.equal(direct.headers['set-cookie'], undefined, 'a code issued at once stores no request and sets no cookie');
     expectCode(t, await authorize(request({ scope: 'openid' }), { jar }));
     expectCode(t, await authorize(request({ scope: 'openid profile', state: undefined }), { jar }), { state: null });
     expectCode(t, await authorize(request({ scope: 'openid profile', state: '' }), { jar }), { state: null });
