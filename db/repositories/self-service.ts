@@ -100,6 +100,22 @@ export async function revokeOtherUserSessions(db: Db, userId: string, keepSessio
   return rows.map((r) => r.id);
 }
 
+/**
+ * Gives a live session a new cookie secret (its SHA-256): the session, its id and sign-in time stay, any copy
+ * of the old cookie stops working. False when the session is no longer live.
+ */
+export async function renewSessionSecret(db: Db, sessionId: string, tokenHash: string): Promise<boolean> {
+  const row = await db
+    .updateTable('sessions')
+    .set({ token_hash: tokenHash })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** What the data export lists besides the profile: every row about the user, without hashes. */
 export async function exportRows(db: Db, userId: string) {
   const [sessions, grants, accessTokens, refreshTokens, verifications, resets, audit] = await Promise.all([

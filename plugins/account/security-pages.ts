@@ -42,7 +42,14 @@ export function registerSecurityPages(context: AccountContext) {
     ]);
     if (wrong) return render(request, reply, ctx, { status: 400, errors: wrong });
     try {
-      await me().changePassword(ctx.user.id, ctx.session.id, { currentPassword, newPassword }, meta(request));
+      const { sessionToken } = await me().changePassword(
+        ctx.user.id,
+        ctx.session.id,
+        { currentPassword, newPassword },
+        meta(request),
+      );
+      // The session stays, under a new cookie secret: a copy of the old cookie is signed out.
+      app.setSessionCookie(reply, sessionToken);
     } catch (error) {
       const { status, errors } = refusal(reply, error, 'password', {
         codes: {

@@ -126,9 +126,11 @@ const meApi: FastifyPluginAsyncTypebox<{ config: Config; bodyLimit: number }> = 
   app.post(
     '/password',
     { schema: { body: PasswordChangeSchema, response: { 200: StatusSchema, ...errors } } },
-    async (request) => {
+    async (request, reply) => {
       const { user, session: current } = session(request);
-      await me().changePassword(user.id, current.id, request.body, meta(request));
+      const { sessionToken } = await me().changePassword(user.id, current.id, request.body, meta(request));
+      // The session stays, under a new cookie secret: a copy of the old cookie is signed out.
+      app.setSessionCookie(reply, sessionToken);
       return { status: true as const };
     },
   );

@@ -2,7 +2,8 @@
 // hosted pages (consent, offline_access); the same browser opens the account page and revokes the application;
 // the relying party's next refresh fails with invalid_grant, its access token gets 401 on /api/external/me and
 // the next authorize asks for consent again. Also: the profile name changes, another session is signed out,
-// a browser without JavaScript uses the forms, the pages pass axe-core at 800 and 320 pixels wide.
+// a browser without JavaScript uses the forms, the pages pass axe-core at 800 and 320 pixels wide; a password change
+// keeps the browser signed in under a new session cookie and signs a copy of the old one out.
 // Screenshots go to .tap/screenshots/account-*.png.
 import t from 'tap';
 import { createRequire } from 'node:module';
@@ -212,6 +213,28 @@ t.test(
       t.same(await axeViolations(page), [], `${path} passes axe-core at 320 px`);
     }
     await shot('security-320');
+
+    // 10. A password change keeps this browser signed in under a new session cookie; a copy of the old cookie,
+    // taken before the change (as a thief would hold it), is signed out.
+    await page.setViewportSize({ width: 800, height: 700 });
+    const oldCookie = (await context.cookies()).filter((c) => c.name === 'idp.session');
+    t.equal(oldCookie.length, 1, 'the session cookie');
+    await page.goto(`${ctx.baseUrl}/login/account/security`);
+    await page.getByLabel('Current password').first().fill(password);
+    await page.getByLabel('New password', { exact: true }).fill('another long password');
+    await page.getByLabel('Repeat the new password').fill('another long password');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.waitForURL(/\/login\/account\/security\?m=password-changed$/);
+    t.match(await page.getByRole('status').innerText(), /^Your password is changed\./, 'still signed in');
+    const newCookie = (await context.cookies()).find((c) => c.name === 'idp.session');
+    t.ok(newCookie && newCookie.value !== oldCookie[0]!.value, 'the browser holds a new session cookie');
+    const thief = await browser.newContext();
+    await thief.addCookies(oldCookie);
+    const stolen = await newPage(thief);
+    await stolen.goto(`${ctx.baseUrl}/login/account`);
+    t.match(stolen.url(), /\/login\/sign-in\?return_to=/, 'the old cookie is signed out');
+    await page.goto(`${ctx.baseUrl}/login/account`);
+    t.equal(page.url(), `${ctx.baseUrl}/login/account`, 'the new one is not');
 
     // Control: axe-core does see a violation when there is one (an input without a label).
     await page.evaluate(() => {

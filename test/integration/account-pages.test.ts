@@ -388,8 +388,11 @@ t.test(
     );
     t.equal(ok.statusCode, 303);
     t.equal(ok.headers.location, '/login/account/security?m=password-changed');
-    const page = await get('/login/account/security?m=password-changed', browser.jar);
-    t.equal(page.statusCode, 200, 'this session stays');
+    const renewed = { ...browser.jar, ...cookiesOf(ok) };
+    t.not(renewed['idp.session'], browser.jar['idp.session'], 'the session cookie gets a new secret');
+    t.equal((await get('/login/account', browser.jar)).statusCode, 303, 'a copy of the old cookie is signed out');
+    const page = await get('/login/account/security?m=password-changed', renewed);
+    t.equal(page.statusCode, 200, 'this session stays, under the new cookie');
     t.match(page.body, 'role="status">Your password is changed.');
     t.equal((await get('/login/account', other.jar)).statusCode, 303, 'the other session is signed out');
     await signIn('sam@example.com', 'new password one');

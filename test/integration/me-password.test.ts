@@ -1,10 +1,11 @@
 // POST /api/me/password (issue 17): the current password is required; the new one follows the reset's
 // rule; every other session, every access and refresh token, unexchanged codes and reset links end,
-// the current session stays, and the "password changed" mail goes out. Wrong passwords count against
+// the current session stays under a new cookie secret (a copy of the old cookie is signed out), and the
+// "password changed" mail goes out. Wrong passwords count against
 // the account's sign-in limits, so a stolen session cookie cannot guess the password faster.
 import t from 'tap';
 import { listAuditEvents } from '../../db/repositories/audit.js';
-import { obtainCode, obtainTokens, tokenRequest } from '../helpers/flow.js';
+import { cookiesOf, obtainCode, obtainTokens, tokenRequest } from '../helpers/flow.js';
 import { meTestApp } from '../helpers/me.js';
 
 const { app, database, smtp, newUser, signIn, me, settle } = await meTestApp(t);
@@ -64,6 +65,10 @@ t.test('a change revokes everything but the current session, and mails the user'
   const resetRow = await db.selectFrom('password_reset_tokens').selectAll().where('user_id', '=', user.id).execute();
   t.equal(resetRow.length, 1);
 
+  const currentId = (await me('GET', '/sessions', { jar }))
+    .json()
+    .sessions.find((s: { current: boolean }) => s.current)?.id;
+  t.ok(currentId);
   const res = await me('POST', '/password', {
     jar,
     body: { currentPassword: user.password, newPassword: NEW_PASSWORD },
@@ -71,9 +76,16 @@ t.test('a change revokes everything but the current session, and mails the user'
   t.equal(res.statusCode, 200);
   t.same(res.json(), { status: true });
   t.equal(res.headers['cache-control'], 'no-store');
-  t.notOk(res.headers['set-cookie'], 'the current cookie stays as it is');
+  const renewed = cookiesOf(res)['idp.session'];
+  t.match(renewed, /^[A-Za-z0-9_-]{43}$/, 'the current session gets a new cookie secret');
+  t.not(renewed, jar['idp.session']);
+  t.match(String(res.headers['set-cookie']), /idp\.session=[^;]+; Max-Age=\d+; Path=\/; HttpOnly; SameSite=Lax/);
 
-  t.equal((await me('GET', '', { jar })).statusCode, 200, 'the current session stays');
+  const sessions = await me('GET', '/sessions', { jar: { ...jar, 'idp.session': renewed! } });
+  t.equal(sessions.statusCode, 200, 'the current session stays, under the new cookie');
+  t.match(sessions.json().sessions, [{ id: currentId, current: true }], 'the same session, not a new sign-in');
+  t.equal(sessions.json().sessions.length, 1);
+  t.equal((await me('GET', '', { jar })).statusCode, 401, 'a copy of the old cookie is signed out');
   t.equal((await me('GET', '', { jar: other })).statusCode, 401, 'the other session ended');
   for (const tokens of [inCurrent, inOther]) {
     t.equal((await external(tokens.access_token)).statusCode, 401, 'every access token is revoked');
@@ -113,6 +125,25 @@ t.test('a change revokes everything but the current session, and mails the user'
   t.match(events[0], { actor: 'self', detail: { sessionsRevoked: 1 } });
   const sessionEvents = await listAuditEvents(db, { type: 'session.revoked', userId: user.id });
   t.ok(sessionEvents.some((e) => (e.detail as { reason?: string }).reason === 'password_changed'));
+});
+
+t.test('a session that ended while its change was under way: nothing changes', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const [current] = (await me('GET', '/sessions', { jar })).json().sessions as Array<{ id: string }>;
+  // Signed out in another tab after this request was authenticated, before its transaction.
+  await db.updateTable('sessions').set({ revoked_at: new Date() }).where('id', '=', current!.id).execute();
+  await t.rejects(
+    app.services.me.changePassword(
+      user.id,
+      current!.id,
+      { currentPassword: user.password, newPassword: NEW_PASSWORD },
+      { ip: '127.0.0.1', userAgent: null },
+    ),
+    { statusCode: 401, code: 'UNAUTHENTICATED' },
+  );
+  t.equal((await jsonSignIn(user.email, user.password)).statusCode, 200, 'the password is unchanged');
+  t.equal((await jsonSignIn(user.email, NEW_PASSWORD)).statusCode, 401);
 });
 
 t.test('password confirmation failures hit the per-account delay, like failed sign-ins', async (t) => {

@@ -2,16 +2,24 @@
 //  - Password confirmation counts failures against the account's sign-in limits (guards).
 //  - Password change: revokeUserAccess keeping the current session: every other session, every grant
 //    with its access and refresh tokens (the current session's too: decisions.md says every token),
-//    unexchanged codes, reset and e-mail change links; then the "password changed" mail.
+//    unexchanged codes, reset and e-mail change links; then the "password changed" mail. The kept session
+//    gets a new cookie secret in the same transaction, so a copy of the old cookie (the reason a user may
+//    change a password) is signed out too; the caller sets the new cookie.
 //  - Deletion: one transaction deletes the user and every row that references it, then records one
 //    user.deleted event naming nobody. The bearer cache learns of it from the delete of the users row
 //    (src/services/invalidation.ts), so the user's tokens answer 401 at once. The last enabled
 //    administrator cannot delete themselves (409 LAST_ADMIN).
 import { appendAuditEvent } from '../../../db/repositories/audit.js';
 import { listUserEmailChanges } from '../../../db/repositories/email-changes.js';
-import { anotherActiveAdmin, deleteUserEverywhere, exportRows } from '../../../db/repositories/self-service.js';
+import {
+  anotherActiveAdmin,
+  deleteUserEverywhere,
+  exportRows,
+  renewSessionSecret,
+} from '../../../db/repositories/self-service.js';
 import { findUserByEmail, lockUserById, updateUserRow } from '../../../db/repositories/users.js';
 import { AppError, validationError } from '../../errors.js';
+import { generateToken, hashToken } from '../../oauth/tokens.js';
 import { hashPassword, passwordLengthProblem } from '../../passwords.js';
 import { EMAIL } from '../accounts.js';
 import { passwordChangedNotice } from '../recovery.js';
@@ -61,12 +69,13 @@ export function createAccountMethods(
     await deps.emailChanges.request(user, newEmail, meta);
   }
 
+  /** Changes the password; answers with the current session's new cookie secret (the old one is dead). */
   async function changePassword(
     userId: string,
     currentSessionId: string,
     input: { currentPassword: string; newPassword: string },
     meta: RequestMeta,
-  ): Promise<void> {
+  ): Promise<{ sessionToken: string }> {
     const newPassword = String(input.newPassword ?? '');
     const problem = passwordLengthProblem(newPassword);
     if (problem)
@@ -78,6 +87,7 @@ export function createAccountMethods(
     });
     // Hashed outside the transaction: ~10 ms of CPU must not hold a connection.
     const passwordHash = await hashPassword(newPassword);
+    const sessionToken = generateToken();
     const email = await db.transaction().execute(async (trx) => {
       const locked = await lockUserById(trx, userId);
       // Changed meanwhile (another password change, a reset, an operator): this one is stale.
@@ -89,6 +99,8 @@ export function createAccountMethods(
         ip: meta.ip,
         keepSessionId: currentSessionId,
       });
+      // Ended meanwhile (signed out in another tab, revoked): nothing changes, as for a stale password.
+      if (!(await renewSessionSecret(trx, currentSessionId, hashToken(sessionToken)))) throw signedOut();
       await appendAuditEvent(trx, {
         type: 'password.changed',
         actor: 'self',
@@ -99,6 +111,7 @@ export function createAccountMethods(
       return locked.email;
     });
     deps.mailer.sendInBackground(passwordChangedNotice(config, email, { keptSession: true }));
+    return { sessionToken };
   }
 
   async function exportData(userId: string): Promise<Record<string, unknown>> {
