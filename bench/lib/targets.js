@@ -24,6 +24,8 @@ const cpuProfile = (sub = '') => [
   ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, sub)}`] : []),
   // BENCH_PERF=1: /tmp/perf-<pid>.map, so that Linux `perf` names our JavaScript frames (bench/README).
   ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
+  // BENCH_SERVER_FLAGS="--flag ...": Node or V8 flags for our server only (to measure one, e.g. a heap setting).
+  ...(process.env.BENCH_SERVER_FLAGS ? process.env.BENCH_SERVER_FLAGS.split(' ').filter(Boolean) : []),
 ];
 
 const OUR_PATHS = {
