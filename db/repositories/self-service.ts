@@ -102,18 +102,18 @@ export async function revokeOtherUserSessions(db: Db, userId: string, keepSessio
 
 /**
  * Gives a live session a new cookie secret (its SHA-256): the session, its id and sign-in time stay, any copy
- * of the old cookie stops working. False when the session is no longer live.
+ * of the old cookie stops working. Answers the session's fixed expiry, or undefined when it is no longer live.
  */
-export async function renewSessionSecret(db: Db, sessionId: string, tokenHash: string): Promise<boolean> {
+export async function renewSessionSecret(db: Db, sessionId: string, tokenHash: string): Promise<Date | undefined> {
   const row = await db
     .updateTable('sessions')
     .set({ token_hash: tokenHash })
     .where('id', '=', sessionId)
     .where('revoked_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
-    .returning('id')
+    .returning('expires_at')
     .executeTakeFirst();
-  return row !== undefined;
+  return row?.expires_at;
 }
 
 /** What the data export lists besides the profile: every row about the user, without hashes. */

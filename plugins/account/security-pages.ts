@@ -42,14 +42,15 @@ export function registerSecurityPages(context: AccountContext) {
     ]);
     if (wrong) return render(request, reply, ctx, { status: 400, errors: wrong });
     try {
-      const { sessionToken } = await me().changePassword(
+      const changed = await me().changePassword(
         ctx.user.id,
         ctx.session.id,
         { currentPassword, newPassword },
         meta(request),
       );
-      // The session stays, under a new cookie secret: a copy of the old cookie is signed out.
-      app.setSessionCookie(reply, sessionToken);
+      // The session stays, under a new cookie secret: a copy of the old cookie is signed out. The cookie
+      // keeps the session's own end.
+      app.setSessionCookie(reply, changed.sessionToken, changed.sessionExpiresAt);
     } catch (error) {
       const { status, errors } = refusal(reply, error, 'password', {
         codes: {

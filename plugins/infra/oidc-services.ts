@@ -65,7 +65,8 @@ declare module 'fastify' {
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
     sessionCookieName: string;
     /** Sets the hosted-login session cookie (the one place its attributes are written). */
-    setSessionCookie(reply: FastifyReply, token: string): FastifyReply;
+    /** Sets the session cookie; it lasts SESSION_TTL, or until `expiresAt` for a session that already has one. */
+    setSessionCookie(reply: FastifyReply, token: string, expiresAt?: Date): FastifyReply;
     /** Signs this browser out: revokes its session, if any, and clears the cookie. */
     signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
     /** The browser-binding secret of pending authorization requests (cookie), if this browser has one. */
@@ -183,9 +184,14 @@ export default fp(
     app.decorate('sessionCookieName', cookieName);
     const sameSite = config.cookieSameSite;
     const sessionCookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite } as const;
-    app.decorate('setSessionCookie', (reply: FastifyReply, token: string) =>
-      reply.setCookie(cookieName, token, { ...sessionCookie, maxAge: config.ttl.session }),
-    );
+    app.decorate('setSessionCookie', (reply: FastifyReply, token: string, expiresAt?: Date) => {
+      // A renewed secret of an existing session (a password change) ends with the session, not SESSION_TTL
+      // from now. At least one second: the session was live a moment ago.
+      const maxAge = expiresAt
+        ? Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000))
+        : config.ttl.session;
+      return reply.setCookie(cookieName, token, { ...sessionCookie, maxAge });
+    });
     app.decorate('signOut', async (request: FastifyRequest, reply: FastifyReply) => {
       const token = request.cookies[cookieName];
       if (token) await sessions.revoke(token, { ip: request.ip });

@@ -128,9 +128,10 @@ const meApi: FastifyPluginAsyncTypebox<{ config: Config; bodyLimit: number }> = 
     { schema: { body: PasswordChangeSchema, response: { 200: StatusSchema, ...errors } } },
     async (request, reply) => {
       const { user, session: current } = session(request);
-      const { sessionToken } = await me().changePassword(user.id, current.id, request.body, meta(request));
-      // The session stays, under a new cookie secret: a copy of the old cookie is signed out.
-      app.setSessionCookie(reply, sessionToken);
+      const changed = await me().changePassword(user.id, current.id, request.body, meta(request));
+      // The session stays, under a new cookie secret: a copy of the old cookie is signed out. The cookie
+      // keeps the session's own end.
+      app.setSessionCookie(reply, changed.sessionToken, changed.sessionExpiresAt);
       return { status: true as const };
     },
   );

@@ -127,6 +127,24 @@ t.test('a change revokes everything but the current session, and mails the user'
   t.ok(sessionEvents.some((e) => (e.detail as { reason?: string }).reason === 'password_changed'));
 });
 
+t.test('the renewed cookie ends with the session, not SESSION_TTL after the change', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const [current] = (await me('GET', '/sessions', { jar })).json().sessions as Array<{ id: string }>;
+  // A session signed in long ago: two minutes of it are left.
+  const end = new Date(Date.now() + 120_000);
+  await db.updateTable('sessions').set({ expires_at: end }).where('id', '=', current!.id).execute();
+  const res = await me('POST', '/password', {
+    jar,
+    body: { currentPassword: user.password, newPassword: NEW_PASSWORD },
+  });
+  t.equal(res.statusCode, 200);
+  const maxAge = Number(/idp\.session=[^;]+; Max-Age=(\d+);/.exec(String(res.headers['set-cookie']))?.[1]);
+  t.ok(maxAge >= 100 && maxAge <= 120, `Max-Age ${maxAge} is what is left of the session (at most 120 s)`);
+  const row = await db.selectFrom('sessions').select('expires_at').where('id', '=', current!.id).executeTakeFirst();
+  t.equal(row?.expires_at.getTime(), end.getTime(), "the session's own end is unchanged");
+});
+
 t.test('a session that ended while its change was under way: nothing changes', async (t) => {
   const user = await newUser();
   const jar = await signIn(user.email);

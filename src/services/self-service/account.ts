@@ -69,13 +69,16 @@ export function createAccountMethods(
     await deps.emailChanges.request(user, newEmail, meta);
   }
 
-  /** Changes the password; answers with the current session's new cookie secret (the old one is dead). */
+  /**
+   * Changes the password; answers with the current session's new cookie secret (the old one is dead) and the
+   * session's unchanged expiry, which the new cookie must not outlive.
+   */
   async function changePassword(
     userId: string,
     currentSessionId: string,
     input: { currentPassword: string; newPassword: string },
     meta: RequestMeta,
-  ): Promise<{ sessionToken: string }> {
+  ): Promise<{ sessionToken: string; sessionExpiresAt: Date }> {
     const newPassword = String(input.newPassword ?? '');
     const problem = passwordLengthProblem(newPassword);
     if (problem)
@@ -88,7 +91,7 @@ export function createAccountMethods(
     // Hashed outside the transaction: ~10 ms of CPU must not hold a connection.
     const passwordHash = await hashPassword(newPassword);
     const sessionToken = generateToken();
-    const email = await db.transaction().execute(async (trx) => {
+    const { email, sessionExpiresAt } = await db.transaction().execute(async (trx) => {
       const locked = await lockUserById(trx, userId);
       // Changed meanwhile (another password change, a reset, an operator): this one is stale.
       if (!locked || locked.disabled || locked.password_hash !== before.password_hash) throw signedOut();
@@ -100,7 +103,8 @@ export function createAccountMethods(
         keepSessionId: currentSessionId,
       });
       // Ended meanwhile (signed out in another tab, revoked): nothing changes, as for a stale password.
-      if (!(await renewSessionSecret(trx, currentSessionId, hashToken(sessionToken)))) throw signedOut();
+      const expiresAt = await renewSessionSecret(trx, currentSessionId, hashToken(sessionToken));
+      if (!expiresAt) throw signedOut();
       await appendAuditEvent(trx, {
         type: 'password.changed',
         actor: 'self',
@@ -108,10 +112,10 @@ export function createAccountMethods(
         ip: meta.ip,
         detail: { sessionsRevoked: sessionIds.length, grantsRevoked: grants },
       });
-      return locked.email;
+      return { email: locked.email, sessionExpiresAt: expiresAt };
     });
     deps.mailer.sendInBackground(passwordChangedNotice(config, email, { keptSession: true }));
-    return { sessionToken };
+    return { sessionToken, sessionExpiresAt };
   }
 
   async function exportData(userId: string): Promise<Record<string, unknown>> {
