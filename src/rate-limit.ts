@@ -32,6 +32,7 @@ import {
   RateLimiterMemory,
   RateLimiterPostgres,
   RateLimiterRedis,
+  type IRateLimiterOptions,
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import { createHash } from 'node:crypto';
@@ -95,6 +96,54 @@ function withStoreKeys(limiter: RateLimiterAbstract): RateLimiterAbstract {
 }
 
 /**
+ * How many windows one rule keeps in this process's memory: the embedded database's store, every shared
+ * store's fallback during an outage, and the points an instance holds for busy keys. rate-limiter-flexible's
+ * memory store has no bound of its own (a Map entry and a timer per key until its window ends), so a flood of
+ * distinct keys, one new e-mail address per request under RESET_REQUEST_EMAIL_DAY's day-long windows say, would
+ * grow the process until it died. At the bound the oldest window is forgotten first: the one closest to its
+ * end. About 0.6 KB of heap per window (measured with 100,000), so at most ~30 MB per rule.
+ */
+export const MEMORY_WINDOWS_PER_RULE = 50_000;
+
+type MemoryStorage = {
+  _storage: Map<string, { timeoutId?: ReturnType<typeof setTimeout> }>;
+  set(key: string, value: number, durationSec: number): RateLimiterRes;
+};
+
+/** A RateLimiterMemory keeping at most `maxWindows` keys' windows, forgetting the oldest first. */
+export function boundedMemoryLimiter(
+  options: IRateLimiterOptions,
+  maxWindows = MEMORY_WINDOWS_PER_RULE,
+): RateLimiterMemory {
+  const limiter = new RateLimiterMemory(options);
+  // Every window the library opens (a new key, an expired one counted anew, a block) goes through its
+  // storage's set(). Checked here so that a release that changes this fails at start, not silently.
+  const storage = (limiter as unknown as { _memoryStorage?: MemoryStorage })._memoryStorage;
+  if (!(storage?._storage instanceof Map) || typeof storage.set !== 'function') {
+    throw new Error('rate-limiter-flexible: its memory store changed; the bound on its keys needs updating');
+  }
+  const map = storage._storage;
+  const set = storage.set.bind(storage);
+  storage.set = (key, value, durationSec) => {
+    const res = set(key, value, durationSec);
+    // The newest window goes last (Map.set keeps an existing key's place), so the first is the oldest.
+    const record = map.get(key);
+    if (record) {
+      map.delete(key);
+      map.set(key, record);
+    }
+    while (map.size > maxWindows) {
+      const oldest = map.entries().next().value;
+      if (!oldest) break;
+      if (oldest[1].timeoutId) clearTimeout(oldest[1].timeoutId);
+      map.delete(oldest[0]);
+    }
+    return res;
+  };
+  return limiter;
+}
+
+/**
  * A shared limiter that reserves `chunk` points of a key at a time and spends them here, so a busy key
  * costs the store one round trip per `chunk` hits in this instance. Every hit allowed is backed by a
  * point taken from the store, so all instances together never allow more than the limit; an instance
@@ -102,7 +151,7 @@ function withStoreKeys(limiter: RateLimiterAbstract): RateLimiterAbstract {
  */
 function chunked(shared: Limiter, chunk: number, duration: number): Limiter {
   // The points this instance holds for a key: consumed = chunk - left, expiring with the store's window.
-  const held = new RateLimiterMemory({ points: chunk, duration });
+  const held = boundedMemoryLimiter({ points: chunk, duration });
   const seconds = (res: RateLimiterRes) => Math.max(1, Math.ceil(res.msBeforeNext / 1000));
   // Reservations under way, by key (at most one per key; gone when settled).
   const reserving = new Map<string | number, Promise<RateLimiterRes>>();
@@ -190,7 +239,7 @@ export function createRateLimitStore(options: {
     points,
     duration,
     keyPrefix: name,
-    insuranceLimiter: new RateLimiterMemory({ points, duration, keyPrefix: name }),
+    insuranceLimiter: boundedMemoryLimiter({ points, duration, keyPrefix: name }),
     ...(blockInMemory ? { inMemoryBlockOnConsumed: points } : {}),
   });
 
@@ -267,7 +316,7 @@ export function createRateLimitStore(options: {
   return {
     backend: 'memory',
     location: 'this process (embedded database: one instance)',
-    limiter: (name, points, duration) => new RateLimiterMemory({ points, duration, keyPrefix: name }),
+    limiter: (name, points, duration) => boundedMemoryLimiter({ points, duration, keyPrefix: name }),
     ready: async () => true,
     async close() {},
   };

@@ -9,8 +9,10 @@ import t from 'tap';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type pg from 'pg';
 import {
+  boundedMemoryLimiter,
   createRateLimitStore,
   emailKey,
+  MEMORY_WINDOWS_PER_RULE,
   ipKey,
   type Limiter,
   retryAfterSeconds,
@@ -173,6 +175,36 @@ t.test('chunk: points taken from the store a chunk at a time, never more than th
   let byE = 0;
   for (let i = 0; i < 8; i++) if ((await hit(e!, 'k')).allowed) byE++;
   t.equal(byE, 4, 'e gets the other chunk only: 5 of 8 used, 3 held by d');
+});
+
+t.test('memory windows are bounded per rule: past the bound the oldest window is forgotten first', async (t) => {
+  const l = boundedMemoryLimiter({ points: 2, duration: 60 }, 3);
+  await hit(l, 'victim');
+  await hit(l, 'victim');
+  t.notOk((await hit(l, 'victim')).allowed, 'the victim key has spent its budget');
+  await hit(l, 'a');
+  await hit(l, 'b');
+  t.notOk((await hit(l, 'victim')).allowed, 'three windows within the bound of three: nothing forgotten');
+  await hit(l, 'c');
+  t.ok((await hit(l, 'victim')).allowed, "a fourth key: the oldest window (the victim's) is forgotten");
+  // The victim's new window is now the newest; the next key pushes out 'a', the oldest.
+  await hit(l, 'd');
+  t.ok((await hit(l, 'victim')).allowed, "the victim's new window is kept (its second point)");
+  t.notOk((await hit(l, 'victim')).allowed, 'and counted');
+  t.ok((await hit(l, 'a')).allowed && (await hit(l, 'a')).allowed, "'a' was forgotten: two fresh points");
+
+  // The embedded database's store, at its real bound: a flood of distinct keys cannot grow it past
+  // MEMORY_WINDOWS_PER_RULE windows; the one key that spent its budget is forgotten only past the bound.
+  const store = createRateLimitStore({});
+  const memory = store.limiter('RESET_REQUEST_EMAIL_DAY', 1, 86_400);
+  const otherRule = store.limiter('SIGN_UP_EMAIL', 1, 3600);
+  t.ok((await hit(memory, 'victim@example.com')).allowed);
+  t.ok((await hit(otherRule, 'victim@example.com')).allowed);
+  for (let i = 0; i < MEMORY_WINDOWS_PER_RULE - 1; i++) await memory.consume(`flood-${i}@example.com`);
+  t.notOk((await hit(memory, 'victim@example.com')).allowed, 'within the bound the count holds');
+  await memory.consume('one-more@example.com');
+  t.ok((await hit(memory, 'victim@example.com')).allowed, 'past it the oldest window goes, not the process');
+  t.notOk((await hit(otherRule, 'victim@example.com')).allowed, "another rule's windows are not touched");
 });
 
 t.test('storeKey: shared stores keep short printable keys as they are, others hashed', async (t) => {
