@@ -64,8 +64,10 @@ declare module 'fastify' {
     /** The session of the hosted-login cookie, if any (resolved once per request). */
     currentSession(request: FastifyRequest): Promise<SessionContext | undefined>;
     sessionCookieName: string;
-    /** Sets the hosted-login session cookie (the one place its attributes are written). */
-    /** Sets the session cookie; it lasts SESSION_TTL, or until `expiresAt` for a session that already has one. */
+    /**
+     * Sets the hosted-login session cookie (the one place its attributes are written): it lasts SESSION_TTL,
+     * or until `expiresAt` for a session that already has one.
+     */
     setSessionCookie(reply: FastifyReply, token: string, expiresAt?: Date): FastifyReply;
     /** Signs this browser out: revokes its session, if any, and clears the cookie. */
     signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
