@@ -100,8 +100,9 @@ function withStoreKeys(limiter: RateLimiterAbstract): RateLimiterAbstract {
  * store's fallback during an outage, and the points an instance holds for busy keys. rate-limiter-flexible's
  * memory store has no bound of its own (a Map entry and a timer per key until its window ends), so a flood of
  * distinct keys, one new e-mail address per request under RESET_REQUEST_EMAIL_DAY's day-long windows say, would
- * grow the process until it died. At the bound the oldest window is forgotten first: the one closest to its
- * end. About 0.6 KB of heap per window (measured with 100,000), so at most ~30 MB per rule.
+ * grow the process until it died. At the bound the oldest window is forgotten first (for a rule's fixed-length
+ * windows, the one closest to its end). About 0.6 KB of heap per window (measured with 100,000), so at most
+ * ~30 MB per rule.
  */
 export const MEMORY_WINDOWS_PER_RULE = 50_000;
 
