@@ -140,6 +140,13 @@ async function measureScenario(started, scenario) {
   }
 }
 
+/** The host's RSA signature and plain JavaScript speed (bench/lib/host.js), in a process of its own. */
+function measureHost() {
+  const r = spawnSync(process.execPath, [join(root, 'bench', 'lib', 'host.js')], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`host.js failed: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
 function argon2Loop() {
   const r = spawnSync(process.execPath, [join(root, 'bench', 'lib', 'argon2-loop.js'), String(DURATION_S)], {
     cwd: root,
@@ -157,10 +164,14 @@ const logs = new Map(); // target → its server's log lines at warn or above (t
 
 async function oneRun(index, targets) {
   const quiet = await waitQuiet(MAX_WAIT_S);
-  runInfo.push({ run: index, loadBefore: quiet.load, waitedS: quiet.waitedS, quiet: quiet.quiet });
+  const host = measureHost();
+  runInfo.push({ run: index, loadBefore: quiet.load, waitedS: quiet.waitedS, quiet: quiet.quiet, host });
   console.log(
     `run ${index}/${RUNS}: load average ${quiet.load.map((l) => l.toFixed(2)).join(' ')}` +
-      ` after waiting ${quiet.waitedS.toFixed(0)} s${quiet.quiet ? '' : ` (NOT QUIET: went on after ${MAX_WAIT_S} s)`}`,
+      ` after waiting ${quiet.waitedS.toFixed(0)} s` +
+      `${quiet.quiet ? '' : ` (NOT QUIET: went on after ${MAX_WAIT_S} s)`}` +
+      `; host: RSA-2048 signature ${host.rsaSignMs.toFixed(2)} ms of CPU,` +
+      ` JSON round trip ${host.jsonUs.toFixed(1)} us`,
   );
   for (const t of targets) {
     if (run.interrupted) return;

@@ -131,7 +131,10 @@ export function printReport(measured, { runs, runInfo }) {
   for (const i of runInfo)
     console.log(
       `run ${i.run}: load average before ${i.loadBefore.map((l) => l.toFixed(2)).join(' ')}` +
-        `${i.quiet ? '' : ' (not quiet: went on after the wait)'}`,
+        `${i.quiet ? '' : ' (not quiet: went on after the wait)'}` +
+        (i.host
+          ? `; RSA-2048 signature ${i.host.rsaSignMs.toFixed(2)} ms, JSON round trip ${i.host.jsonUs.toFixed(1)} us`
+          : ''),
     );
   const head = ['scenario', 'server', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU ms/op'];
   head.push('PG CPU ms/op', 'driver CPU ms/op', 'all CPU ms/op', 'stmts/op');
