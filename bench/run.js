@@ -25,7 +25,7 @@ import {
   wholeNumber,
 } from './lib.js';
 import { startMeter, statements, waitQuiet } from './lib/meter.js';
-import { printReport, SCENARIOS } from './lib/report.js';
+import { describeHost, printReport, SCENARIOS } from './lib/report.js';
 import { recordBodies, SCENARIOS_OF, startAnchor, startBare, startOurs, stopTarget, USERS } from './lib/targets.js';
 
 const opts = parseOptions(
@@ -170,8 +170,7 @@ async function oneRun(index, targets) {
     `run ${index}/${RUNS}: load average ${quiet.load.map((l) => l.toFixed(2)).join(' ')}` +
       ` after waiting ${quiet.waitedS.toFixed(0)} s` +
       `${quiet.quiet ? '' : ` (NOT QUIET: went on after ${MAX_WAIT_S} s)`}` +
-      `; host: RSA-2048 signature ${host.rsaSignMs.toFixed(2)} ms of CPU,` +
-      ` JSON round trip ${host.jsonUs.toFixed(1)} us`,
+      `; host: ${describeHost(host)}`,
   );
   for (const t of targets) {
     if (run.interrupted) return;

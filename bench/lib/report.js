@@ -106,6 +106,10 @@ function printTable(rows) {
   for (const r of rows) console.log(r.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
 }
 
+/** The host line of bench/lib/host.js's figures, for the run's line and the report. */
+export const describeHost = (host) =>
+  `RSA-2048 signature ${host.rsaSignMs.toFixed(2)} ms of CPU, JSON round trip ${host.jsonUs.toFixed(1)} us`;
+
 export function printReport(measured, { runs, runInfo }) {
   const results = measured.map(withCpuFigures);
   const rows = [];
@@ -132,9 +136,7 @@ export function printReport(measured, { runs, runInfo }) {
     console.log(
       `run ${i.run}: load average before ${i.loadBefore.map((l) => l.toFixed(2)).join(' ')}` +
         `${i.quiet ? '' : ' (not quiet: went on after the wait)'}` +
-        (i.host
-          ? `; RSA-2048 signature ${i.host.rsaSignMs.toFixed(2)} ms, JSON round trip ${i.host.jsonUs.toFixed(1)} us`
-          : ''),
+        (i.host ? `; ${describeHost(i.host)}` : ''),
     );
   const head = ['scenario', 'server', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU ms/op'];
   head.push('PG CPU ms/op', 'driver CPU ms/op', 'all CPU ms/op', 'stmts/op');
