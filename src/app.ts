@@ -139,7 +139,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(oidcServices, { config });
   await app.register(corsPlugin, { cacheSeconds: config.corsCacheSeconds });
   await app.register(bearerAuth, { config });
-  await app.register(healthPlugin);
+  await app.register(healthPlugin, { adminApiToken: config.adminApiToken });
 
   // The OpenID Provider, under the issuer path.
   const loginPath = new URL(config.loginUrl).pathname.replace(/\/$/, '') || '/login';

@@ -220,6 +220,14 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   if (production && !parsed.BASE_URL) {
     problem('BASE_URL', 'a value when NODE_ENV=production (the public https URL of this service)');
   }
+  // Issue 31, item 6: open metrics count mail and sign-in failures for anyone who can reach them.
+  if (production && parsed.METRICS === 'on' && !parsed.METRICS_TOKEN) {
+    problem(
+      'METRICS_TOKEN',
+      'a value when METRICS=on and NODE_ENV=production (at least 32 characters, e.g. the output of ' +
+        '`openssl rand -base64 32`; without it /metrics answers anyone), or METRICS=off',
+    );
+  }
   if (parsed.REFRESH_TOKEN_ABSOLUTE_TTL < parsed.REFRESH_TOKEN_TTL && !seen.has('REFRESH_TOKEN_ABSOLUTE_TTL')) {
     problem('REFRESH_TOKEN_ABSOLUTE_TTL', `a value at least REFRESH_TOKEN_TTL (${parsed.REFRESH_TOKEN_TTL})`);
   }

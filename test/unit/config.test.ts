@@ -111,6 +111,22 @@ t.test('production requires SECRET_KEY and BASE_URL', async (t) => {
   t.equal(ok.env, 'production');
 });
 
+t.test('production: METRICS=on without METRICS_TOKEN is a start-up error (issue 31, item 6)', async (t) => {
+  const production = { NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' };
+  const error = t.throws(() => loadConfig({ ...production, METRICS: 'on' }, cwd)) as ConfigError;
+  t.ok(error instanceof ConfigError);
+  t.same(
+    error.problems.map((p) => p.name),
+    ['METRICS_TOKEN'],
+  );
+  t.match(error.message, /METRICS_TOKEN: expected a value when METRICS=on and NODE_ENV=production/);
+  t.match(error.message, /or METRICS=off; got nothing/);
+  const token = 'm'.repeat(32);
+  t.same(loadConfig({ ...production, METRICS: 'on', METRICS_TOKEN: token }, cwd).metrics, { enabled: true, token });
+  t.same(loadConfig({ ...production, METRICS: 'off' }, cwd).metrics, { enabled: false, token: undefined });
+  t.same(loadConfig({ METRICS: 'on' }, cwd).metrics, { enabled: true, token: undefined }, 'development: allowed');
+});
+
 t.test('cross-field rules: SameSite=None needs Secure; absolute refresh lifetime >= sliding', async (t) => {
   const e1 = t.throws(() => loadConfig({ COOKIE_SAMESITE: 'none' }, cwd)) as ConfigError;
   t.same(
