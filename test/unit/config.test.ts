@@ -54,9 +54,34 @@ t.test('values are converted: numbers, booleans, case of enums, trust proxy form
   t.equal(c.cookieSecure, true);
   t.equal(c.cookieSameSite, 'strict');
   t.equal(c.logLevel, 'debug');
-  t.equal(loadConfig({ TRUST_PROXY: 'true' }, cwd).trustProxy, true);
   t.equal(loadConfig({ TRUST_PROXY: '2' }, cwd).trustProxy, 2);
+  t.equal(loadConfig({ TRUST_PROXY: '0' }, cwd).trustProxy, false, '0 hops: no proxy');
   t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }, cwd).trustProxy, ['10.0.0.0/8', '127.0.0.1']);
+  t.same(loadConfig({ TRUST_PROXY: '2001:db8::/32,loopback' }, cwd).trustProxy, ['2001:db8::/32', 'loopback']);
+});
+
+t.test('TRUST_PROXY=true is refused with a pointer to the hop count (issue 31, 7c)', async (t) => {
+  for (const value of ['true', 'TRUE', ' true ']) {
+    const error = t.throws(() => loadConfig({ TRUST_PROXY: value }, cwd)) as ConfigError;
+    t.ok(error instanceof ConfigError, value);
+    t.same(
+      error.problems.map((p) => p.name),
+      ['TRUST_PROXY'],
+    );
+    t.match(
+      error.message,
+      /TRUST_PROXY: expected a hop count \(the number of proxies in front of this service, e\.g\. 1\)/,
+    );
+    t.match(error.message, /true is refused: it believed the leftmost X-Forwarded-For address/);
+  }
+  for (const bad of ['100', '10.0.0.0/33', '::1/129', '10.0.0.1/8/1', 'proxy.example.com', ',', '1.2.3']) {
+    const error = t.throws(() => loadConfig({ TRUST_PROXY: bad }, cwd), bad) as ConfigError;
+    t.same(
+      error.problems.map((p) => p.name),
+      ['TRUST_PROXY'],
+      `${bad} is refused`,
+    );
+  }
 });
 
 t.test('empty strings count as unset', async (t) => {
