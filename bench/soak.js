@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { buildIfStale, checkDatabaseUrl, fmtLoad, handleSignals, parseOptions, root, run, runMain } from './lib.js';
-import { dbUrlFor } from './lib/database.js';
+import { BENCH_METRICS_TOKEN, dbUrlFor } from './lib/database.js';
 import { FLOW_SCOPE, loginFlow, REFRESH_SCOPE, refresh, ssoFlow } from './lib/flows.js';
 import { wholeNumber, sleep, now } from './lib/core.js';
 import { startOurs } from './lib/targets.js';
@@ -104,7 +104,9 @@ async function main() {
   const sampler = (async () => {
     while (now() < until && !run.interrupted) {
       await sleep(sampleS * 1000);
-      const res = await client.request(`${target.origin}/metrics`);
+      const res = await client.request(`${target.origin}/metrics`, {
+        headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` },
+      });
       const text = res.body;
       const dbConnections = pgClient
         ? Number(

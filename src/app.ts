@@ -77,11 +77,25 @@ class OneLinePerRequest extends LogController {
   }
 }
 
+/**
+ * TRUST_PROXY for Fastify (issue 31, 7c). A hop count n becomes proxy-addr's trust function "the socket
+ * and the n - 1 addresses to the right of X-Forwarded-For are proxies", so the client is the n-th address
+ * from the right and whatever a client writes further left is never believed. (Fastify 5.12 turns a
+ * bare number into "trust nothing", so it cannot be handed over as it is.) A list of proxies is
+ * Fastify's own; false trusts no header.
+ */
+export function trustProxyOption(
+  trust: Config['trustProxy'],
+): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust !== 'number') return trust;
+  const hops = trust;
+  return (_address, hop) => hop < hops;
+}
+
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { ...loggerOptions(config.logLevel), ...(options.logStream ? { stream: options.logStream } : {}) },
-    // proxy-addr takes a hop count too, though Fastify's types leave it out.
-    trustProxy: config.trustProxy as boolean | string[],
+    trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT,
     requestIdHeader: false,
     genReqId(request) {
@@ -139,7 +153,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(oidcServices, { config });
   await app.register(corsPlugin, { cacheSeconds: config.corsCacheSeconds });
   await app.register(bearerAuth, { config });
-  await app.register(healthPlugin);
+  await app.register(healthPlugin, { adminApiToken: config.adminApiToken });
 
   // The OpenID Provider, under the issuer path.
   const loginPath = new URL(config.loginUrl).pathname.replace(/\/$/, '') || '/login';

@@ -2,6 +2,7 @@
 // (src/cli.ts) read process.env; everything else receives a Config.
 import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
+import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 
 import { EnvSchema, type Env, RATE_LIMIT_RULES, type RateLimitRule, type RateLimitSetting } from './env-schema.js';
@@ -9,7 +10,12 @@ import { EnvSchema, type Env, RATE_LIMIT_RULES, type RateLimitRule, type RateLim
 export { EnvSchema, RATE_LIMIT_RULES };
 export type { Env, RateLimitRule, RateLimitSetting };
 
-export type TrustProxy = boolean | number | string[];
+/**
+ * TRUST_PROXY: false (the socket's address is the client), a hop count (the client is that many
+ * addresses from the right of socket + X-Forwarded-For), or the proxies' addresses/CIDRs (the client is
+ * the first address from the right that is not one of them). Never "trust everything".
+ */
+export type TrustProxy = false | number | string[];
 
 export interface Config {
   env: Env['NODE_ENV'];
@@ -127,20 +133,28 @@ function stripSlash(url: string): string {
   return url.replace(/\/+$/, '');
 }
 
-function parseTrustProxy(raw: string): TrustProxy | undefined {
+/** TRUST_PROXY=true believed the leftmost X-Forwarded-For, which the client writes (issue 31, 7c). */
+const TRUST_PROXY_TRUE =
+  "a hop count (the number of proxies in front of this service, e.g. 1) or the proxies' addresses/CIDRs; " +
+  'true is refused: it believed the leftmost X-Forwarded-For address, which any client can write, ' +
+  'so every per-IP rate limit could be escaped';
+
+function parseTrustProxy(raw: string): TrustProxy | 'true' | undefined {
   const v = raw.trim().toLowerCase();
-  if (v === 'true') return true;
-  if (v === 'false' || v === '') return false;
-  if (/^\d+$/.test(v)) return Number(v);
+  if (v === 'true') return 'true';
+  if (v === 'false' || v === '' || /^0+$/.test(v)) return false;
+  if (/^\d{1,2}$/.test(v)) return Number(v);
   const list = raw
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  return list.every(
-    (s) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(s) || ['loopback', 'linklocal', 'uniquelocal'].includes(s),
-  )
-    ? list
-    : undefined;
+  // Each an address, an address/prefix length, or one of proxy-addr's names (what it compiles).
+  const proxy = (s: string) => {
+    const [address, bits, extra] = s.split('/');
+    if (extra !== undefined || !isIP(address!)) return ['loopback', 'linklocal', 'uniquelocal'].includes(s);
+    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address!) === 4 ? 32 : 128));
+  };
+  return list.length > 0 && list.every(proxy) ? list : undefined;
 }
 
 function coerceBoolean(raw: string): boolean | string {
@@ -201,7 +215,8 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   };
 
   const trustProxy = parseTrustProxy(String(parsed.TRUST_PROXY ?? 'false'));
-  if (trustProxy === undefined) problem('TRUST_PROXY', properties.TRUST_PROXY!.description!);
+  if (trustProxy === 'true') problem('TRUST_PROXY', TRUST_PROXY_TRUE);
+  else if (trustProxy === undefined) problem('TRUST_PROXY', properties.TRUST_PROXY!.description!);
 
   for (const name of ['BASE_URL', 'LOGIN_URL', 'ADMIN_URL'] as const) {
     const value = parsed[name];
@@ -219,6 +234,14 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   }
   if (production && !parsed.BASE_URL) {
     problem('BASE_URL', 'a value when NODE_ENV=production (the public https URL of this service)');
+  }
+  // Issue 31, item 6: open metrics count mail and sign-in failures for anyone who can reach them.
+  if (production && parsed.METRICS === 'on' && !parsed.METRICS_TOKEN) {
+    problem(
+      'METRICS_TOKEN',
+      'a value when METRICS=on and NODE_ENV=production (at least 32 characters, e.g. the output of ' +
+        '`openssl rand -base64 32`; without it /metrics answers anyone), or METRICS=off',
+    );
   }
   if (parsed.REFRESH_TOKEN_ABSOLUTE_TTL < parsed.REFRESH_TOKEN_TTL && !seen.has('REFRESH_TOKEN_ABSOLUTE_TTL')) {
     problem('REFRESH_TOKEN_ABSOLUTE_TTL', `a value at least REFRESH_TOKEN_TTL (${parsed.REFRESH_TOKEN_TTL})`);
@@ -294,7 +317,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     mailFrom: parsed.MAIL_FROM,
     cookieSecure,
     cookieSameSite: parsed.COOKIE_SAMESITE,
-    trustProxy: trustProxy!,
+    trustProxy: trustProxy as TrustProxy,
     staticApplicationsFile: parsed.STATIC_APPLICATIONS_FILE ? resolve(cwd, parsed.STATIC_APPLICATIONS_FILE) : undefined,
     seedFile: parsed.SEED_FILE ? resolve(cwd, parsed.SEED_FILE) : undefined,
     welcomePage: parsed.WELCOME_PAGE ?? (production ? 'public' : 'on'),

@@ -24,6 +24,11 @@ export const RATE_LIMIT_RULES = {
   },
   AUTHORIZE: { limit: 60, windowSeconds: 60, what: 'authorize endpoint, per IP' },
   SIGN_IN_IP: { limit: 10, windowSeconds: 60, what: 'sign-in, per IP' },
+  SIGN_IN_IP48: {
+    limit: 100,
+    windowSeconds: 60,
+    what: 'sign-in, per IPv6 /48 (all its /64s together; on top of SIGN_IN_IP)',
+  },
   SIGN_IN_EMAIL: {
     limit: 5,
     windowSeconds: 900,
@@ -35,10 +40,21 @@ export const RATE_LIMIT_RULES = {
     what: 'failed sign-ins per trusted browser (device cookie) and account before it loses its trust',
   },
   SIGN_UP_IP: { limit: 10, windowSeconds: 60, what: 'sign-up, per IP' },
+  SIGN_UP_IP48: { limit: 30, windowSeconds: 60, what: 'sign-up, per IPv6 /48 (on top of SIGN_UP_IP)' },
   SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600, what: 'sign-up (and its mail), per target e-mail address' },
   RESEND_IP: { limit: 10, windowSeconds: 900, what: 'verification mail resends, per IP' },
+  RESEND_IP48: {
+    limit: 30,
+    windowSeconds: 900,
+    what: 'verification mail resends and e-mail change requests, per IPv6 /48 (on top of RESEND_IP)',
+  },
   RESEND_ACCOUNT: { limit: 3, windowSeconds: 900, what: 'verification mail resends, per account' },
   RESET_REQUEST_IP: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per IP' },
+  RESET_REQUEST_IP48: {
+    limit: 10,
+    windowSeconds: 60,
+    what: 'request-password-reset, per IPv6 /48 (on top of RESET_REQUEST_IP)',
+  },
   RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per e-mail address' },
   RESET_REQUEST_EMAIL_DAY: {
     limit: 10,
@@ -123,7 +139,9 @@ export const EnvSchema = Type.Object({
   }),
   TRUST_PROXY: Type.String({
     default: 'false',
-    description: 'false, true, a hop count, or a comma-separated list of proxy addresses/CIDRs',
+    description:
+      'false, a hop count (how many proxies stand in front, e.g. 1), or a comma-separated list of ' +
+      'proxy addresses/CIDRs',
   }),
   STATIC_APPLICATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'a path to a JSON file' })),
   SEED_FILE: Type.Optional(

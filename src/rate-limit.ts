@@ -354,3 +354,14 @@ export function ipKey(ip: string): string {
     .map((g) => parseInt(g, 16).toString(16))
     .join(':')}::/64`;
 }
+
+/**
+ * The /48 an IPv6 ipKey() lies in (`2001:db8:1:2::/64` → `2001:db8:1::/48`); undefined for an IPv4 key.
+ * A /48 is what a site is usually assigned (RFC 6177): whoever holds one has 65,536 /64s, each with a
+ * budget of its own under a per-IP rule, so the mail-sending and sign-in rules count the /48 as well,
+ * with a larger limit of its own (issue 31, 7c). IPv4 is counted per address only, as before.
+ */
+export function ip48Key(key: string): string | undefined {
+  const m = /^([0-9a-f]{1,4}):([0-9a-f]{1,4}):([0-9a-f]{1,4}):[0-9a-f]{1,4}::\/64$/.exec(key);
+  return m ? `${m[1]}:${m[2]}:${m[3]}::/48` : undefined;
+}

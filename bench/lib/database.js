@@ -73,6 +73,9 @@ export const baseEnv = () => ({
   NODE_ENV: 'production',
 });
 
+/** The METRICS_TOKEN of a run's server with BENCH_METRICS set (bench/soak.js scrapes with it). */
+export const BENCH_METRICS_TOKEN = 'bench-metrics-token-0123456789abcdefghijkl';
+
 /** The environment of `node dist/src/cli.js serve` on the run's database and DATA_DIR. */
 export const serverEnv = ({ port, origin, pool, adminToken }) => ({
   ...baseEnv(),
@@ -87,8 +90,9 @@ export const serverEnv = ({ port, origin, pool, adminToken }) => ({
   LOG_LEVEL: 'warn',
   // BENCH_WORKERS=N: our server as N processes (WORKERS, PostgreSQL only); CPU and RSS then sum the tree.
   ...(process.env.BENCH_WORKERS && { WORKERS: process.env.BENCH_WORKERS }),
-  // BENCH_METRICS=on: the Prometheus metrics on (METRICS), to measure what they cost.
-  ...(process.env.BENCH_METRICS && { METRICS: process.env.BENCH_METRICS }),
+  // BENCH_METRICS=on: the Prometheus metrics on (METRICS), to measure what they cost; behind a token, which
+  // NODE_ENV=production requires with METRICS=on.
+  ...(process.env.BENCH_METRICS && { METRICS: process.env.BENCH_METRICS, METRICS_TOKEN: BENCH_METRICS_TOKEN }),
   // Load tests drive thousands of requests from one IP and one token: the limits would answer 429.
   RATE_LIMITS: 'off',
   // BENCH_RATE_LIMITS=on: every rule counts (in PostgreSQL, or REDIS_URL's store when BENCH_REDIS_URL is
@@ -102,10 +106,12 @@ const RATE_LIMIT_RULE_NAMES = [
   'TOKEN_IP',
   'AUTHORIZE',
   'SIGN_IN_IP',
+  'SIGN_IN_IP48',
   'SIGN_IN_EMAIL',
   'SIGN_IN_DEVICE',
 ].concat(
   ['SIGN_UP_IP', 'SIGN_UP_EMAIL', 'RESEND_IP', 'RESEND_ACCOUNT', 'RESET_REQUEST_IP', 'RESET_REQUEST_EMAIL'],
+  ['SIGN_UP_IP48', 'RESEND_IP48', 'RESET_REQUEST_IP48'],
   ['RESET_REQUEST_EMAIL_DAY', 'RESET_PASSWORD_IP', 'BEARER'],
 );
 function benchRateLimits() {

@@ -4,14 +4,23 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
-export function createAdminAuthHook(adminApiToken: string) {
-  const expected = digest(adminApiToken);
-  return async function adminAuth(request: FastifyRequest, reply: FastifyReply) {
+/** Whether a request carries `Authorization: Bearer <ADMIN_API_TOKEN>` (never, when no token is set). */
+export function createAdminTokenCheck(adminApiToken: string | undefined) {
+  const expected = adminApiToken === undefined ? undefined : digest(adminApiToken);
+  return function carriesAdminToken(request: FastifyRequest): boolean {
+    if (!expected) return false;
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer[ ]+([^\s]+)\s*$/i.exec(header) : null;
     // Hashing both sides gives equal-length buffers, so timingSafeEqual never leaks the length.
-    const ok = match !== null && timingSafeEqual(digest(match[1]!), expected);
-    if (ok) return;
+    return match !== null && timingSafeEqual(digest(match[1]!), expected);
+  };
+}
+
+export function createAdminAuthHook(adminApiToken: string) {
+  const carriesAdminToken = createAdminTokenCheck(adminApiToken);
+  return async function adminAuth(request: FastifyRequest, reply: FastifyReply) {
+    const header = request.headers.authorization;
+    if (carriesAdminToken(request)) return;
     reply
       .code(401)
       .header('www-authenticate', header ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"')

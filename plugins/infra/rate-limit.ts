@@ -3,6 +3,9 @@
 // format (AppError JSON, the OAuth body, or an HTML page). RATE_LIMITS=off turns every rule off.
 // Each rule has a limiter of its own; the counts live in Redis (REDIS_URL), PostgreSQL (DATABASE_URL)
 // or memory (the embedded database), shared by every instance in the first two (src/rate-limit.ts).
+// IP rules are keyed by ipKey(request.ip) (IPv6 by /64); the mail-sending and sign-in ones also count an
+// IPv6 client's /48 under a rule of their own (IPV6_AGGREGATES, issue 31 7c). request.ip honours only
+// what TRUST_PROXY vouches for (src/app.ts trustProxyOption).
 //
 // Sign-in (app.signInLimits.attempt) is special (issue 12, item 5; OWASP ASVS 5.0 V6.3, the OWASP
 // authentication cheat sheet): nobody may lock a chosen account out.
@@ -28,6 +31,7 @@ import {
   chunkFor,
   createRateLimitStore,
   emailKey,
+  ip48Key,
   ipKey,
   type Limiter,
   type RateLimitStore,
@@ -64,6 +68,18 @@ export interface SignInLimits {
   /** The device cookie's name. */
   readonly cookieName: string;
 }
+
+/**
+ * The per-IP rules of the mail-sending and sign-in endpoints, each with its IPv6 /48 aggregate (issue 31,
+ * 7c): rateLimit() counts an IPv6 key under both, so a /64 or /48 of addresses gets no fresh budget per
+ * address or per /64. Call sites keep keying by ipKey(request.ip); IPv4 keys count under the first only.
+ */
+export const IPV6_AGGREGATES: Partial<Record<RateLimitRule, RateLimitRule>> = {
+  SIGN_IN_IP: 'SIGN_IN_IP48',
+  SIGN_UP_IP: 'SIGN_UP_IP48',
+  RESEND_IP: 'RESEND_IP48',
+  RESET_REQUEST_IP: 'RESET_REQUEST_IP48',
+};
 
 /** The errors that mean "wrong password" and so count as a failure of the account. */
 const WRONG_PASSWORD = new Set(['INVALID_CREDENTIALS', 'INVALID_PASSWORD']);
@@ -170,6 +186,14 @@ export default fp(
       if (!enabled) return;
       const refused = await consume(limiters[rule], key);
       if (refused) refuse(reply, rule, retryAfterSeconds(refused), message);
+      // An IPv6 client's /48 as well, for the rules that have an aggregate (a /64 already refused is not
+      // counted there: its own rule holds it).
+      const aggregate = IPV6_AGGREGATES[rule];
+      const block = aggregate && ip48Key(key);
+      if (aggregate && block) {
+        const blocked = await consume(limiters[aggregate], block);
+        if (blocked) refuse(reply, aggregate, retryAfterSeconds(blocked), message);
+      }
     }
     app.decorate('rateLimit', rateLimit);
 

@@ -30,15 +30,18 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
   const trusted = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
   const continueUrl = (id: string) => continueAt(config.issuer, id);
+  const signOutRoute = `${app.prefix}/sign-out`;
 
   app.addHook('onRequest', async (request) => {
     if (request.method !== 'POST') return;
     const origin = request.headers.origin;
     if (origin !== undefined && !trusted.has(origin))
       throw new AppError(403, 'FORBIDDEN_ORIGIN', 'This endpoint is first-party only');
+    // Sign-out alone takes any body (it reads none). Decided by the matched route's pattern, never by
+    // request.url, whose query string is the caller's: `/sign-in?x=/sign-out` is still sign-in.
     if (
       !String(request.headers['content-type'] ?? '').startsWith('application/json') &&
-      !request.url.endsWith('/sign-out')
+      request.routeOptions.url !== signOutRoute
     ) {
       throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send application/json');
     }

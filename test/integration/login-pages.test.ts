@@ -325,6 +325,19 @@ t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', a
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
   t.equal(form.statusCode, 415, 'a cross-site form cannot reach the JSON endpoint');
+  t.same(form.json(), { error: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send application/json' });
+  // Issue 31, 7(d): the exemption of sign-out goes by the route, not by the URL the caller wrote.
+  for (const url of ['/api/auth/sign-in?x=/sign-out', '/api/auth/sign-in?/sign-out']) {
+    const disguised = await inject({
+      method: 'POST',
+      url,
+      payload: 'email=pat%40example.com&password=pat-password-1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    t.equal(disguised.statusCode, 415, `${url}: a form body is refused like any other`);
+    t.same(disguised.json(), { error: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send application/json' });
+    t.notOk(cookiesOf(disguised)['idp.session'], 'no session');
+  }
   const foreign = await inject({
     method: 'POST',
     url: '/api/auth/sign-in',
@@ -363,6 +376,14 @@ t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', a
   t.ok(target.searchParams.get('code'));
   t.equal(target.searchParams.get('state'), 'st');
 
+  // Sign-out keeps taking any body, with or without a query string.
+  const formOut = await inject({
+    method: 'POST',
+    url: '/api/auth/sign-out?from=/sign-in',
+    payload: 'x=1',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  t.equal(formOut.statusCode, 204, 'a form body to sign-out is still accepted');
   const out = await inject({ method: 'POST', url: '/api/auth/sign-out', cookies: jar });
   t.equal(out.statusCode, 204);
   t.equal(out.body, '');

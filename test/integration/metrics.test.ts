@@ -214,6 +214,21 @@ t.test('METRICS_TOKEN is a secret of at least 32 characters and never echoed', a
   t.equal(testConfig().metrics.enabled, false, 'off by default');
 });
 
+t.test('in production, METRICS=on needs METRICS_TOKEN: no open counters there (issue 31, item 6)', async (t) => {
+  const production = { NODE_ENV: 'production', BASE_URL: 'https://id.example.com', METRICS: 'on' };
+  t.throws(
+    () => testConfig({ ...production, METRICS_TOKEN: undefined }),
+    /METRICS_TOKEN: expected a value when METRICS=on and NODE_ENV=production/,
+    'refused at start-up',
+  );
+  const { app } = await buildTestApp(t, { env: { ...production, METRICS_TOKEN } });
+  const anonymous = await app.inject({ method: 'GET', url: '/metrics' });
+  t.equal(anonymous.statusCode, 401, 'with the token set, an anonymous scrape is refused');
+  t.notMatch(anonymous.body, /idp_mail_sent_total/);
+  const { samples: m } = await scrape(app, { authorization: `Bearer ${METRICS_TOKEN}` });
+  t.equal(m.get('idp_mail_sent_total'), 0, 'and the scraper with the token gets the counters');
+});
+
 /** The log lines of one response, found by its request id. */
 function linesOf(logs: { lines: string[] }, res: LightMyRequestResponse) {
   return logs.lines.map((l) => JSON.parse(l)).filter((l) => l.reqId === res.headers['x-request-id']);

@@ -354,9 +354,10 @@ t.test('hosted sign-in page: per IP and per e-mail, an HTML page with status 429
 });
 
 t.test(
-  'with TRUST_PROXY=true the client address comes from X-Forwarded-For; without it, that header changes nothing',
+  'with TRUST_PROXY=1 the client address comes from X-Forwarded-For; without it, that header changes nothing',
   async (t) => {
-    const proxied = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS, TRUST_PROXY: 'true' }, database });
+    // Was TRUST_PROXY=true, which is now refused at start-up (issue 31, 7c); one hop is the same setup.
+    const proxied = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS, TRUST_PROXY: '1' }, database });
     const victim = await user('proxy-victim@example.com');
     const proxy = newIp();
     for (let i = 0; i < 2; i++) {
@@ -417,6 +418,132 @@ t.test(
     t.same(codes, [401, 401, 401, 429], 'X-Forwarded-For is ignored without TRUST_PROXY');
   },
 );
+
+t.test('with TRUST_PROXY set, a spoofed leftmost X-Forwarded-For gives no fresh per-IP budget', async (t) => {
+  // Issue 31, 7c: TRUST_PROXY=true believed the leftmost address, which the client writes itself. A
+  // proxy appends the address it saw, so only the addresses at the right are the proxies' word.
+  const spoofing = async (trust: string, chain: (spoof: string) => string, socket: string) => {
+    const proxied = await buildTestApp(t, { env: { RATE_LIMITS: 'on', ...LIMITS, TRUST_PROXY: trust }, database });
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await json(
+        proxied.app,
+        '/api/auth/sign-in',
+        { email: `spoofed-${nextIp++}@example.com`, password: 'x' },
+        socket,
+        {
+          'x-forwarded-for': chain(newIp()),
+        },
+      );
+      codes.push(res.statusCode);
+    }
+    return codes;
+  };
+  const client = newIp();
+  t.same(
+    await spoofing('1', (spoof) => `${spoof}, ${client}`, newIp()),
+    [401, 401, 401, 429],
+    'one hop: the address the proxy appended is the client, whatever the client wrote before it',
+  );
+  const client2 = newIp();
+  const edge = newIp();
+  t.same(
+    await spoofing('2', (spoof) => `${spoof}, ${client2}, ${edge}`, newIp()),
+    [401, 401, 401, 429],
+    'two hops: the same, behind two proxies',
+  );
+  const client3 = newIp();
+  const balancer = newIp();
+  t.same(
+    await spoofing(balancer, (spoof) => `${spoof}, ${client3}`, balancer),
+    [401, 401, 401, 429],
+    "the proxy's address: the first address from the right that is not a proxy is the client",
+  );
+  const direct = newIp();
+  t.same(
+    await spoofing(newIp(), (spoof) => spoof, direct),
+    [401, 401, 401, 429],
+    'a caller that is not one of the listed proxies is judged by its own address',
+  );
+});
+
+t.test('IPv6: the /64s of one /48 share an aggregate budget on the mail-sending and sign-in rules', async (t) => {
+  // Issue 31, 7c: whoever holds a /48 has 65,536 /64s, each a budget of its own under a per-IP rule.
+  const aggregated = (
+    await buildTestApp(t, {
+      env: {
+        RATE_LIMITS: 'on',
+        ...LIMITS,
+        RATE_LIMIT_SIGN_IN_IP48: '4/60',
+        RATE_LIMIT_SIGN_UP_IP48: '4/60',
+        RATE_LIMIT_RESET_REQUEST_IP48: '4/60',
+        RATE_LIMIT_RESEND_IP48: '4/900',
+      },
+      database,
+    })
+  ).app;
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  const endpoints = [
+    {
+      what: 'sign-in',
+      send: (ip: string, i: number) =>
+        json(aggregated, '/api/auth/sign-in', { email: `v6agg-${i}@example.com`, password: 'wrong' }, ip),
+    },
+    {
+      what: 'sign-up',
+      send: (ip: string, i: number) =>
+        json(
+          aggregated,
+          '/api/auth/sign-up',
+          { email: `v6agg-up-${i}@example.com`, password: 'a-long-password-1' },
+          ip,
+        ),
+    },
+    {
+      what: 'request-password-reset',
+      send: (ip: string, i: number) =>
+        json(aggregated, '/api/auth/request-password-reset', { email: `v6agg-reset-${i}@example.com`, redirectTo }, ip),
+    },
+  ];
+  for (const { what, send } of endpoints) {
+    const site = `2001:db8:${(nextIp++).toString(16)}`;
+    for (let i = 0; i < 4; i++) {
+      const res = await send(`${site}:${(i + 1).toString(16)}::${i + 7}`, i);
+      t.not(res.statusCode, 429, `${what}: /64 number ${i + 1} of the /48`);
+    }
+    const refused = await send(`${site}:ffff:1:2:3:4`, 4);
+    check429(t, refused, 60, `${what}: a fifth /64 of the same /48`);
+    t.equal(refused.json().error, 'TOO_MANY_REQUESTS');
+    const nextSite = `2001:db8:${(nextIp++).toString(16)}`;
+    t.not((await send(`${nextSite}:1::1`, 5)).statusCode, 429, `${what}: another /48 has its own budget`);
+  }
+
+  // Verification resends and e-mail change requests count RESEND_IP by the requester's ipKey.
+  const site = `2001:db8:${(nextIp++).toString(16)}`;
+  for (let i = 0; i < 4; i++) await aggregated.rateLimit(null, 'RESEND_IP', ipKey(`${site}:${i + 1}::1`));
+  const fifth = await aggregated.rateLimit(null, 'RESEND_IP', ipKey(`${site}:99::1`)).then(
+    () => undefined,
+    (error: { statusCode?: number }) => error.statusCode,
+  );
+  t.equal(fifth, 429, 'resend and e-mail change: a fifth /64 of the same /48 is refused');
+
+  // IPv4 is counted as before: per address, with no aggregate of any kind.
+  const v4 = (
+    await buildTestApp(t, {
+      env: { RATE_LIMITS: 'on', ...LIMITS, RATE_LIMIT_SIGN_IN_IP: '1/60', RATE_LIMIT_SIGN_IN_IP48: '1/60' },
+      database,
+    })
+  ).app;
+  for (let i = 1; i <= 5; i++) {
+    const res = await json(
+      v4,
+      '/api/auth/sign-in',
+      { email: `v4-${i}@example.com`, password: 'wrong' },
+      `192.0.2.${i}`,
+    );
+    t.equal(res.statusCode, 401, `IPv4 address ${i} of one /24 has its own budget`);
+  }
+});
 
 t.test('sign-up: per IP, JSON and hosted page', async (t) => {
   const ip = newIp();
@@ -773,13 +900,18 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
     TOKEN_IP: { limit: 300, windowSeconds: 60 },
     AUTHORIZE: { limit: 60, windowSeconds: 60 },
     SIGN_IN_IP: { limit: 10, windowSeconds: 60 },
+    // Issue 31, 7c: the IPv6 /48 aggregates of the mail-sending and sign-in rules.
+    SIGN_IN_IP48: { limit: 100, windowSeconds: 60 },
     SIGN_IN_EMAIL: { limit: 5, windowSeconds: 900 },
     SIGN_IN_DEVICE: { limit: 10, windowSeconds: 900 },
     SIGN_UP_IP: { limit: 10, windowSeconds: 60 },
+    SIGN_UP_IP48: { limit: 30, windowSeconds: 60 },
     SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600 },
     RESEND_IP: { limit: 10, windowSeconds: 900 },
+    RESEND_IP48: { limit: 30, windowSeconds: 900 },
     RESEND_ACCOUNT: { limit: 3, windowSeconds: 900 },
     RESET_REQUEST_IP: { limit: 3, windowSeconds: 60 },
+    RESET_REQUEST_IP48: { limit: 10, windowSeconds: 60 },
     RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_EMAIL_DAY: { limit: 10, windowSeconds: 86400 },
     RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },

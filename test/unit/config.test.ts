@@ -54,9 +54,34 @@ t.test('values are converted: numbers, booleans, case of enums, trust proxy form
   t.equal(c.cookieSecure, true);
   t.equal(c.cookieSameSite, 'strict');
   t.equal(c.logLevel, 'debug');
-  t.equal(loadConfig({ TRUST_PROXY: 'true' }, cwd).trustProxy, true);
   t.equal(loadConfig({ TRUST_PROXY: '2' }, cwd).trustProxy, 2);
+  t.equal(loadConfig({ TRUST_PROXY: '0' }, cwd).trustProxy, false, '0 hops: no proxy');
   t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }, cwd).trustProxy, ['10.0.0.0/8', '127.0.0.1']);
+  t.same(loadConfig({ TRUST_PROXY: '2001:db8::/32,loopback' }, cwd).trustProxy, ['2001:db8::/32', 'loopback']);
+});
+
+t.test('TRUST_PROXY=true is refused with a pointer to the hop count (issue 31, 7c)', async (t) => {
+  for (const value of ['true', 'TRUE', ' true ']) {
+    const error = t.throws(() => loadConfig({ TRUST_PROXY: value }, cwd)) as ConfigError;
+    t.ok(error instanceof ConfigError, value);
+    t.same(
+      error.problems.map((p) => p.name),
+      ['TRUST_PROXY'],
+    );
+    t.match(
+      error.message,
+      /TRUST_PROXY: expected a hop count \(the number of proxies in front of this service, e\.g\. 1\)/,
+    );
+    t.match(error.message, /true is refused: it believed the leftmost X-Forwarded-For address/);
+  }
+  for (const bad of ['100', '10.0.0.0/33', '::1/129', '10.0.0.1/8/1', 'proxy.example.com', ',', '1.2.3']) {
+    const error = t.throws(() => loadConfig({ TRUST_PROXY: bad }, cwd), bad) as ConfigError;
+    t.same(
+      error.problems.map((p) => p.name),
+      ['TRUST_PROXY'],
+      `${bad} is refused`,
+    );
+  }
 });
 
 t.test('empty strings count as unset', async (t) => {
@@ -109,6 +134,22 @@ t.test('production requires SECRET_KEY and BASE_URL', async (t) => {
     cwd,
   );
   t.equal(ok.env, 'production');
+});
+
+t.test('production: METRICS=on without METRICS_TOKEN is a start-up error (issue 31, item 6)', async (t) => {
+  const production = { NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' };
+  const error = t.throws(() => loadConfig({ ...production, METRICS: 'on' }, cwd)) as ConfigError;
+  t.ok(error instanceof ConfigError);
+  t.same(
+    error.problems.map((p) => p.name),
+    ['METRICS_TOKEN'],
+  );
+  t.match(error.message, /METRICS_TOKEN: expected a value when METRICS=on and NODE_ENV=production/);
+  t.match(error.message, /or METRICS=off; got nothing/);
+  const token = 'm'.repeat(32);
+  t.same(loadConfig({ ...production, METRICS: 'on', METRICS_TOKEN: token }, cwd).metrics, { enabled: true, token });
+  t.same(loadConfig({ ...production, METRICS: 'off' }, cwd).metrics, { enabled: false, token: undefined });
+  t.same(loadConfig({ METRICS: 'on' }, cwd).metrics, { enabled: true, token: undefined }, 'development: allowed');
 });
 
 t.test('cross-field rules: SameSite=None needs Secure; absolute refresh lifetime >= sliding', async (t) => {

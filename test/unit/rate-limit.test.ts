@@ -13,6 +13,7 @@ import {
   createRateLimitStore,
   emailKey,
   MEMORY_WINDOWS_PER_RULE,
+  ip48Key,
   ipKey,
   type Limiter,
   retryAfterSeconds,
@@ -249,6 +250,18 @@ t.test('ipKey: IPv4 as it is, IPv6 by its /64 in every spelling', async (t) => {
   t.equal(ipKey('2001:db8:1:2:3:4:198.51.100.7'), '2001:db8:1:2::/64', 'an embedded IPv4 tail');
   t.not(ipKey('2001:db8:1:2::1'), ipKey('2001:db8:1:3::1'), 'the next /64 is another key');
   t.equal(ipKey('not an address'), 'not an address', 'anything else is left as it is');
+});
+
+t.test('ip48Key: the /48 of an IPv6 key, nothing for IPv4 (issue 31, 7c)', async (t) => {
+  t.equal(ip48Key(ipKey('2001:db8:1:2::1')), '2001:db8:1::/48');
+  t.equal(ip48Key(ipKey('2001:0DB8:0001:ffff:1:2:3:4')), '2001:db8:1::/48', 'every /64 of the /48, any spelling');
+  t.not(ip48Key(ipKey('2001:db8:1:2::1')), ip48Key(ipKey('2001:db8:2:2::1')), 'the next /48 is another key');
+  t.equal(ip48Key(ipKey('::1')), '0:0:0::/48');
+  t.equal(ip48Key(ipKey('fe80::1%eth0')), 'fe80:0:0::/48');
+  t.equal(ip48Key(ipKey('198.51.100.7')), undefined, 'IPv4: no aggregate');
+  t.equal(ip48Key(ipKey('::ffff:198.51.100.7')), undefined, 'IPv4-mapped IPv6 is IPv4');
+  t.equal(ip48Key('not an address'), undefined);
+  t.equal(ip48Key('client\u00002001:db8:1:2::/64'), undefined, 'only a bare /64 key');
 });
 
 t.test('device cookies: signed, naming accounts by tag, a few accounts per browser', async (t) => {
