@@ -86,6 +86,12 @@ declare module 'fastify' {
     /** Where the limiters count. */
     rateLimitStore: RateLimitStore;
     signInLimits: SignInLimits;
+    /**
+     * The per-recipient mail cap (MAIL_RECIPIENT): counts one mail to this address (normalised by emailKey)
+     * and answers whether it may be sent. Never throws a refusal; always true with RATE_LIMITS=off.
+     * The services' mailer calls it for every account mail (withRecipientCap in src/mail/mailer.ts).
+     */
+    mailRecipientCap(address: string): Promise<boolean>;
   }
 }
 
@@ -172,6 +178,12 @@ export default fp(
       if (refused) refuse(reply, rule, retryAfterSeconds(refused), message);
     }
     app.decorate('rateLimit', rateLimit);
+    app.decorate('mailRecipientCap', async (address: string) => {
+      if (!enabled) return true;
+      const refused = await consume(limiters.MAIL_RECIPIENT, emailKey(address));
+      if (refused) app.log.warn({ rateLimit: 'MAIL_RECIPIENT' }, 'rate limit exceeded');
+      return !refused;
+    });
 
     const devices = createDeviceCookies(config.secretKey!);
     const cookieName = config.cookieSecure ? '__Secure-idp.device' : 'idp.device';

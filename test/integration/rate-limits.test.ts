@@ -779,11 +779,15 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
     SIGN_UP_EMAIL: { limit: 3, windowSeconds: 3600 },
     RESEND_IP: { limit: 10, windowSeconds: 900 },
     RESEND_ACCOUNT: { limit: 3, windowSeconds: 900 },
+    // Issue 31: resends and e-mail change requests per target address, and a cap on every account mail
+    // to one address.
+    RESEND_EMAIL: { limit: 3, windowSeconds: 900 },
     RESET_REQUEST_IP: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_EMAIL_DAY: { limit: 10, windowSeconds: 86400 },
     RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },
     BEARER: { limit: 600, windowSeconds: 60 },
+    MAIL_RECIPIENT: { limit: 10, windowSeconds: 3600 },
   });
   t.equal(defaults.rateLimits.redisUrl, undefined, 'no Redis unless REDIS_URL is set');
   t.same(defaults.rateLimits.signInDelay, { firstSeconds: 1, maxSeconds: 60 });
@@ -1239,4 +1243,108 @@ t.test('reset mail to one inbox is capped per day, whatever the per-minute windo
   t.equal(fourth.statusCode, 429, 'the fourth of the day, from yet another IP, is refused');
   t.ok(Number(fourth.headers['retry-after']) > 3600, `Retry-After counts the day (${fourth.headers['retry-after']} s)`);
   t.equal(fourth.json().error, 'TOO_MANY_REQUESTS');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Issue 31, item 5: limits on mail to an address are keyed by the address and outlive the account.
+
+t.test('deleting an account and making it again renews no limit on mail to its address', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const guarded = (
+    await buildTestApp(t, {
+      env: {
+        RATE_LIMITS: 'on',
+        SMTP_URL: smtp.url,
+        RATE_LIMIT_RESET_REQUEST_EMAIL: '2/60',
+        RATE_LIMIT_RESET_REQUEST_EMAIL_DAY: '100/86400',
+      },
+      database,
+    })
+  ).app;
+  const email = 'renewed-inbox@example.com';
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  const reset = () => json(guarded, '/api/auth/request-password-reset', { email, redirectTo }, newIp());
+  for (let round = 1; round <= 3; round++) {
+    const created = await open.app.services.users.create(
+      { email, password: PASSWORD, emailVerified: true },
+      { actor: 'test' },
+    );
+    const codes = [(await reset()).statusCode, (await reset()).statusCode];
+    t.same(codes, round === 1 ? [200, 200] : [429, 429], `round ${round}: ${codes}`);
+    // The owner deletes the account (DELETE /api/me), which used to forget every count about the address.
+    const signedIn = await json(guarded, '/api/auth/sign-in', { email, password: PASSWORD }, newIp());
+    t.equal(signedIn.statusCode, 200);
+    const deleted = await guarded.inject({
+      method: 'DELETE',
+      url: '/api/me',
+      remoteAddress: newIp(),
+      cookies: Object.fromEntries(
+        (signedIn.cookies as Array<{ name: string; value: string }>).map((c) => [c.name, c.value]),
+      ),
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ password: PASSWORD }),
+    });
+    t.equal(deleted.statusCode, 204, `round ${round}: account ${created.id} deleted`);
+  }
+  await guarded.services.recovery.drain();
+  await guarded.services.mailer.drain();
+  t.equal(smtp.mails.filter((m) => m.to.includes(email)).length, 2, 'two reset mails in all, not six');
+});
+
+t.test('every account mail to one address passes a per-recipient cap (MAIL_RECIPIENT)', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const { app: capped } = await buildTestApp(t, {
+    env: {
+      RATE_LIMITS: 'on',
+      SMTP_URL: smtp.url,
+      RATE_LIMIT_MAIL_RECIPIENT: '2/3600',
+      RATE_LIMIT_RESET_REQUEST_EMAIL: '100/60',
+      RATE_LIMIT_RESET_REQUEST_EMAIL_DAY: '100/86400',
+    },
+    database,
+  });
+  const email = 'cap-inbox@example.com';
+  await user(email);
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  const answers = [];
+  for (const spelling of [email, email.toUpperCase(), ` ${email}`, email])
+    answers.push(await json(capped, '/api/auth/request-password-reset', { email: spelling, redirectTo }, newIp()));
+  t.same(
+    answers.map((r) => r.statusCode),
+    [200, 200, 200, 200],
+    'request-password-reset answers the same past the cap (it hides whether a mail went out)',
+  );
+  t.equal(new Set(answers.map((r) => r.body)).size, 1, 'with the same body');
+  await capped.services.recovery.drain();
+  await capped.services.mailer.drain();
+  const inbox = () => smtp.mails.filter((m) => m.to.toLowerCase().includes(email));
+  t.equal(inbox().length, 2, 'two mails reach the inbox, whatever the spelling of the address');
+
+  // The cap sits in the services' mailer: any account mail to the address is held back now.
+  const { verificationMail, passwordChangedMail } = await import('../../src/mail/templates.js');
+  capped.services.mailer.sendInBackground(verificationMail(email.toUpperCase(), `${ORIGIN}/x`, undefined));
+  // A notice of a change someone holding the account made is never held back.
+  const notice = passwordChangedMail(email, new Date(), `${ORIGIN}/login/forgot-password`);
+  capped.services.mailer.sendInBackground(notice);
+  await capped.services.mailer.drain();
+  t.same(
+    inbox()
+      .slice(2)
+      .map((m) => m.subject),
+    [notice.subject],
+    'the verification mail is not sent; the "password changed" notice is',
+  );
+  // The function every mail path can call: counts one mail per call, by the normalised address.
+  t.same(
+    [
+      await capped.mailRecipientCap(' Fresh-Cap@Example.com '),
+      await capped.mailRecipientCap('fresh-cap@example.com'),
+      await capped.mailRecipientCap('FRESH-CAP@example.com'),
+    ],
+    [true, true, false],
+  );
+  const { app: unlimited } = await buildTestApp(t, { env: { RATE_LIMITS: 'off' }, database });
+  t.equal(await unlimited.mailRecipientCap('fresh-cap@example.com'), true, 'RATE_LIMITS=off: no cap');
 });

@@ -64,7 +64,7 @@ export function createAccountMethods(
     if (newEmail.toLowerCase() === user.email.toLowerCase())
       throw validationError([{ field: 'newEmail', message: 'This is your address already' }]);
     // Counted once the password is right: only the account's owner can spend the budget.
-    await deps.guards.countEmailChange(userId, meta.ip);
+    await deps.guards.countEmailChange(userId, meta.ip, newEmail);
     if (await findUserByEmail(db, newEmail)) throw emailTaken();
     await deps.emailChanges.request(user, newEmail, meta);
   }
