@@ -126,6 +126,8 @@ export default fp(
     });
     const emailChanges = createEmailChangeService({ db, config, mailer });
     const accounts = createAccountService({ db, config, sessions, mailer, events: app.metricEvents, emailChanges });
+    // Device cookies name the account under its current password (issue 31 item 7b).
+    app.signInLimits.useDeviceAccounts((email) => accounts.deviceAccount(email));
     const authorization = createAuthorizationService({ db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();

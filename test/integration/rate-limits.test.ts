@@ -1348,3 +1348,73 @@ t.test('every account mail to one address passes a per-recipient cap (MAIL_RECIP
   const { app: unlimited } = await buildTestApp(t, { env: { RATE_LIMITS: 'off' }, database });
   t.equal(await unlimited.mailRecipientCap('fresh-cap@example.com'), true, 'RATE_LIMITS=off: no cap');
 });
+
+// ---------------------------------------------------------------------------------------------------
+// Issue 31, item 7(b): a device cookie names the account under its current password.
+
+t.test('a device cookie earned before a password change (reset or operator) gives no trust after it', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const guarded = (
+    await buildTestApp(t, {
+      env: { ...GUARDED, SMTP_URL: smtp.url, SIGN_IN_DELAY_FIRST: '30', SIGN_IN_DELAY_MAX: '30' },
+      database,
+    })
+  ).app;
+  const { linkIn } = await import('../helpers/smtp.js');
+  const signIn = (email: string, password: string, device?: string) =>
+    json(guarded, '/api/auth/sign-in', { email, password }, newIp(), device ? { cookie: `idp.device=${device}` } : {});
+  const deviceOf = (res: LightMyRequestResponse) =>
+    (res.cookies as Array<{ name: string; value: string }>).find((c) => c.name === 'idp.device')?.value;
+
+  const changes: Array<[string, (email: string, id: string) => Promise<string>]> = [
+    [
+      'a password reset',
+      async (email) => {
+        const redirectTo = `${ORIGIN}/login/reset-password`;
+        const asked = await json(guarded, '/api/auth/request-password-reset', { email, redirectTo }, newIp());
+        t.equal(asked.statusCode, 200);
+        const link = new URL(linkIn(await smtp.waitFor(email)));
+        const token = decodeURIComponent(link.pathname.split('/').pop()!);
+        const done = await json(
+          guarded,
+          '/api/auth/reset-password',
+          { token, newPassword: 'a-new-password-after-reset' },
+          newIp(),
+        );
+        t.equal(done.statusCode, 200, 'the reset is completed');
+        return 'a-new-password-after-reset';
+      },
+    ],
+    [
+      "an operator's password change",
+      async (_email, id) => {
+        await open.app.services.users.update(id, { password: 'set-by-the-operator-1' }, { actor: 'test' });
+        return 'set-by-the-operator-1';
+      },
+    ],
+  ];
+  for (const [what, change] of changes) {
+    const email = `device-${what.replace(/\W+/g, '-')}@example.com`;
+    await user(email);
+    const id = (await open.app.services.users.get(email)).id;
+    // A browser (a past intruder's, say) signs in and earns a device cookie.
+    const before = await signIn(email, PASSWORD);
+    t.equal(before.statusCode, 200);
+    const old = deviceOf(before);
+    t.ok(old, 'a device cookie');
+
+    const password = await change(email, id);
+    // The owner signs in afresh after the change: a new cookie.
+    const after = await signIn(email, password);
+    t.equal(after.statusCode, 200);
+    const fresh = deviceOf(after);
+    t.ok(fresh && fresh !== old, 'a fresh device cookie');
+
+    // Someone floods the account with guesses: unknown browsers wait.
+    for (let i = 0; i < 5; i++) await signIn(email, `guess-${i}`);
+    check429(t, await signIn(email, password), 30, `${what}: an unknown browser waits`);
+    check429(t, await signIn(email, password, old), 30, `${what}: the cookie from before the change is not trusted`);
+    t.equal((await signIn(email, password, fresh)).statusCode, 200, `${what}: the fresh cookie is trusted`);
+  }
+});
