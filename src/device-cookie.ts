@@ -4,8 +4,11 @@
 // delays, which anyone who knows the e-mail address can drive up.
 //
 // Value: "<nonce>.<tag>~<tag>....<mac>" (base64url parts). The nonce identifies the browser; a tag is
-// HMAC(key, e-mail key), so the cookie names accounts without carrying their addresses and without a
-// database lookup (an unknown address gets a tag like any other: nothing tells whether it exists);
+// HMAC(key, deviceAccount(user id, password hash)) (issue 31 item 7b): it names the account by its id and
+// its current password, without carrying either, so every password change (the user's own, a reset, an
+// operator's, the seed's, even a rehash of the same password) ends the trust of every cookie earned before
+// it: a past intruder's browser is an unknown browser again. The sign-in reads the account (by the
+// address typed) only when the browser presents a valid cookie; an unknown address matches no tag.
 // mac = HMAC(key, nonce.tags). The key is derived from SECRET_KEY with HKDF for this purpose only.
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -19,6 +22,14 @@ export interface Device {
   tags: string[];
 }
 
+/**
+ * The account a device cookie names: the user's id under one password. The hash never leaves the process
+ * (only an HMAC of this string goes into the cookie), and it changes whenever the password is set again.
+ */
+export function deviceAccount(userId: string, passwordHash: string): string {
+  return `user\u0000${userId}\u0000${passwordHash}`;
+}
+
 export function createDeviceCookies(secretKey: string) {
   const key = Buffer.from(
     hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), Buffer.alloc(0), 'idp device-cookie v1', 32),
@@ -26,7 +37,7 @@ export function createDeviceCookies(secretKey: string) {
   const mac = (data: string) => createHmac('sha256', key).update(data).digest('base64url');
 
   return {
-    /** The tag of an account (by its e-mail key) inside device cookies. */
+    /** The tag of an account (deviceAccount(...)) inside device cookies. */
     tag(accountKey: string): string {
       return mac(`account\u0000${accountKey}`).slice(0, 22);
     },

@@ -49,6 +49,11 @@ export const RATE_LIMIT_RULES = {
     what: 'verification mail resends and e-mail change requests, per IPv6 /48 (on top of RESEND_IP)',
   },
   RESEND_ACCOUNT: { limit: 3, windowSeconds: 900, what: 'verification mail resends, per account' },
+  RESEND_EMAIL: {
+    limit: 3,
+    windowSeconds: 900,
+    what: 'verification mail resends and e-mail change requests, per target address (outlives the account)',
+  },
   RESET_REQUEST_IP: { limit: 3, windowSeconds: 60, what: 'request-password-reset, per IP' },
   RESET_REQUEST_IP48: {
     limit: 10,
@@ -63,6 +68,11 @@ export const RATE_LIMIT_RULES = {
   },
   RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900, what: 'reset-password, per IP' },
   BEARER: { limit: 600, windowSeconds: 60, what: '/api/external/* and UserInfo, per access token' },
+  MAIL_RECIPIENT: {
+    limit: 10,
+    windowSeconds: 3600,
+    what: 'account mail (verification, e-mail change, reset, notices) per recipient address; past it none is sent',
+  },
 } as const;
 export type RateLimitRule = keyof typeof RATE_LIMIT_RULES;
 export interface RateLimitSetting {

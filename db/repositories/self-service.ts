@@ -2,6 +2,7 @@
 // application and per session, and the deletion of every row about a user.
 import { sql } from 'kysely';
 import type { Db, Tx } from '../create-db.js';
+import { pseudonymiseUserAuditEvents } from './audit.js';
 
 export async function listUserConsents(db: Db, userId: string) {
   return db
@@ -167,12 +168,17 @@ export async function exportRows(db: Db, userId: string) {
 
 /**
  * Deletes the user and every row that references them, table by table (not by relying on the foreign
- * keys' cascades alone: some references have none, e.g. audit events and pending authorization
- * requests, which may also name the address as login_hint). Audit events an operator made under this
- * account's name (actor `admin:<email>`) keep the record of the action but no longer name the person.
- * Returns the number of rows per table.
+ * keys' cascades alone: some references have none, e.g. pending authorization requests, which may also
+ * name the address as login_hint). The user's audit events stay as security records under `pseudonym`,
+ * without personal data (pseudonymiseUserAuditEvents; issue 31 item 7a), and so do the events of actions
+ * the user took as an administrator. Returns the number of rows per table.
  */
-export async function deleteUserEverywhere(db: Tx, userId: string, email: string): Promise<Record<string, number>> {
+export async function deleteUserEverywhere(
+  db: Tx,
+  userId: string,
+  email: string,
+  pseudonym: string,
+): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   const count = (table: string, r: { numDeletedRows: bigint } | { numUpdatedRows: bigint }) => {
     counts[table] = Number('numDeletedRows' in r ? r.numDeletedRows : r.numUpdatedRows);
@@ -187,7 +193,6 @@ export async function deleteUserEverywhere(db: Tx, userId: string, email: string
     'email_verification_tokens',
     'password_reset_tokens',
     'email_change_tokens',
-    'audit_events',
   ] as const) {
     count(table, await db.deleteFrom(table).where('user_id', '=', userId).executeTakeFirst());
   }
@@ -205,14 +210,7 @@ export async function deleteUserEverywhere(db: Tx, userId: string, email: string
       )
       .executeTakeFirst(),
   );
-  count(
-    'audit_events.actor',
-    await db
-      .updateTable('audit_events')
-      .set({ actor: 'admin:(deleted user)' })
-      .where('actor', '=', `admin:${email}`)
-      .executeTakeFirst(),
-  );
+  counts['audit_events (pseudonymised)'] = await pseudonymiseUserAuditEvents(db, userId, email, pseudonym);
   count('users', await db.deleteFrom('users').where('id', '=', userId).executeTakeFirst());
   return counts;
 }

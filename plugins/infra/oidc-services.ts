@@ -10,7 +10,7 @@ import { createSessionService, type SessionService } from '../../src/services/se
 import type { SessionContext } from '../../src/domain/session.js';
 import { createAccountService, type AccountService } from '../../src/services/accounts.js';
 import { createAuthorizationService, type AuthorizationService } from '../../src/services/authorization.js';
-import { createMailer, type Mailer } from '../../src/mail/mailer.js';
+import { createMailer, type Mailer, withRecipientCap } from '../../src/mail/mailer.js';
 import { createGrants, type Grant } from '../../src/services/grants.js';
 import { createTokenIssuer } from '../../src/services/token-issuer.js';
 import { type BearerService, createBearerService } from '../../src/services/bearer.js';
@@ -103,16 +103,20 @@ export default fp(
     // A next key is always published ahead of its use, so that a rotation never surprises a verifier.
     await signingKeys.ensureNext();
     keys.invalidate();
-    const mailer =
+    // Every account mail passes the per-recipient cap (MAIL_RECIPIENT) before it is sent.
+    const mailer = withRecipientCap(
       givenMailer ??
-      createMailer({
-        smtpUrl: config.smtpUrl,
-        from: config.mailFrom,
-        dataDir: config.dataDir,
-        log: app.log,
-        retryDelaysMs: config.mailRetryDelaysMs,
-        logLinks: config.env !== 'production',
-      });
+        createMailer({
+          smtpUrl: config.smtpUrl,
+          from: config.mailFrom,
+          dataDir: config.dataDir,
+          log: app.log,
+          retryDelaysMs: config.mailRetryDelaysMs,
+          logLinks: config.env !== 'production',
+        }),
+      (to) => app.mailRecipientCap(to),
+      app.log,
+    );
     // The services write through servicesDb: their revocations reach the caches (src/services/invalidation.ts).
     const db = app.servicesDb;
     const sessions = createSessionService({
@@ -122,6 +126,8 @@ export default fp(
     });
     const emailChanges = createEmailChangeService({ db, config, mailer });
     const accounts = createAccountService({ db, config, sessions, mailer, events: app.metricEvents, emailChanges });
+    // Device cookies name the account under its current password (issue 31 item 7b).
+    app.signInLimits.useDeviceAccounts((email) => accounts.deviceAccount(email));
     const authorization = createAuthorizationService({ db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
@@ -145,19 +151,18 @@ export default fp(
     // The self-service counts against the same limits as the sign-in and the verification resends.
     const guards: SelfServiceGuards = {
       confirmPassword: (email, run) => app.signInLimits.confirmPassword(email, run),
-      async countEmailChange(userId, ip) {
+      async countEmailChange(userId, ip, newEmail) {
         if (ip) await app.rateLimit(null, 'RESEND_IP', ipKey(ip));
         await app.rateLimit(null, 'RESEND_ACCOUNT', userId);
+        // Per recipient too: many accounts (or one account deleted and made again) asking for one address.
+        await app.rateLimit(null, 'RESEND_EMAIL', emailKey(newEmail));
       },
+      // Only the counts about the account itself go. The limits on mail to its address (SIGN_UP_EMAIL,
+      // RESEND_EMAIL, RESET_REQUEST_EMAIL*, MAIL_RECIPIENT) are keyed by the address and outlive the account:
+      // deleting and re-creating an account must not renew the budget of mail to an inbox (issue 31 item 5).
       async forgetAccount({ id, email }) {
-        const limiters = app.rateLimiters;
         await app.signInLimits.forgetAccount(email);
-        await Promise.all([
-          limiters.RESEND_ACCOUNT.delete(id),
-          ...(['SIGN_UP_EMAIL', 'RESET_REQUEST_EMAIL', 'RESET_REQUEST_EMAIL_DAY'] as const).map((rule) =>
-            limiters[rule].delete(emailKey(email)),
-          ),
-        ]);
+        await app.rateLimiters.RESEND_ACCOUNT.delete(id);
       },
     };
     const cleanup = createCleanupJob({ db: app.db, config, log: app.log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS });

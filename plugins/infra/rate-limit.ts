@@ -17,7 +17,9 @@
 //   Refused attempts do not count, so the delays never grow into a long block.
 // - A browser with a device cookie for the account (set on a successful sign-in, it outlives sign-out)
 //   is judged only by its own budget (SIGN_IN_DEVICE); the account's delays do not apply to it, and its
-//   failures do not add to them. Past its budget it is an unknown browser again.
+//   failures do not add to them. Past its budget it is an unknown browser again. The cookie names the
+//   account's id under its current password (src/device-cookie.ts): after any password change it gives
+//   no trust (issue 31 item 7b).
 // Everything is keyed by the e-mail key, never by a lookup: nothing tells whether an account exists.
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -54,7 +56,17 @@ export interface SignInLimits {
    * limits; throws RateLimitError (429, Retry-After set) when the attempt may not be made now. On
    * success it sets the device cookie for this account on the route's own path.
    */
-  attempt<T>(request: FastifyRequest, reply: FastifyReply, email: string, run: () => Promise<T>): Promise<T>;
+  attempt<T extends { deviceAccount?: string | undefined }>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    email: string,
+    run: () => Promise<T>,
+  ): Promise<T>;
+  /**
+   * Tells the limits how to find what a device cookie must name for an address (the accounts service's
+   * deviceAccount: id and password); until then no device cookie is trusted.
+   */
+  useDeviceAccounts(lookup: (email: string) => Promise<string | undefined>): void;
   /**
    * A password confirmed by a signed-in user (issue 17: e-mail change, password change, deletion),
    * under the same per-account limits: a wrong password (`run` throws INVALID_PASSWORD or
@@ -102,6 +114,12 @@ declare module 'fastify' {
     /** Where the limiters count. */
     rateLimitStore: RateLimitStore;
     signInLimits: SignInLimits;
+    /**
+     * The per-recipient mail cap (MAIL_RECIPIENT): counts one mail to this address (normalised by emailKey)
+     * and answers whether it may be sent. Never throws a refusal; always true with RATE_LIMITS=off.
+     * The services' mailer calls it for every account mail (withRecipientCap in src/mail/mailer.ts).
+     */
+    mailRecipientCap(address: string): Promise<boolean>;
   }
 }
 
@@ -196,6 +214,12 @@ export default fp(
       }
     }
     app.decorate('rateLimit', rateLimit);
+    app.decorate('mailRecipientCap', async (address: string) => {
+      if (!enabled) return true;
+      const refused = await consume(limiters.MAIL_RECIPIENT, emailKey(address));
+      if (refused) app.log.warn({ rateLimit: 'MAIL_RECIPIENT' }, 'rate limit exceeded');
+      return !refused;
+    });
 
     const devices = createDeviceCookies(config.secretKey!);
     const cookieName = config.cookieSecure ? '__Secure-idp.device' : 'idp.device';
@@ -234,7 +258,9 @@ export default fp(
       }
     }
 
-    async function attempt<T>(
+    let deviceAccountOf: (email: string) => Promise<string | undefined> = async () => undefined;
+
+    async function attempt<T extends { deviceAccount?: string | undefined }>(
       request: FastifyRequest,
       reply: FastifyReply,
       email: string,
@@ -243,12 +269,14 @@ export default fp(
       if (!enabled) return run();
       await rateLimit(reply, 'SIGN_IN_IP', ipKey(request.ip));
       const account = emailKey(email);
-      const tag = devices.tag(account);
       const device = devices.read(request.cookies[cookieName]);
 
-      // Whose budget this attempt spends: the trusted browser's, or the account's.
+      // Whose budget this attempt spends: the trusted browser's, or the account's. Only a browser with a
+      // valid cookie costs a look-up of the account (what its cookie must name now).
       let counted: { limiter: Limiter; key: string } | undefined;
-      if (device?.tags.includes(tag)) {
+      const named = device && (await deviceAccountOf(email));
+      const tag = named ? devices.tag(named) : undefined;
+      if (device && tag && device.tags.includes(tag)) {
         const key = `${device.nonce}:${tag}`;
         if (!(await consume(limiters.SIGN_IN_DEVICE, key))) counted = { limiter: limiters.SIGN_IN_DEVICE, key };
       }
@@ -263,7 +291,8 @@ export default fp(
         throw error;
       }
       await counted.limiter.reward(counted.key);
-      reply.setCookie(cookieName, devices.write(device, tag), {
+      if (!result.deviceAccount) return result;
+      reply.setCookie(cookieName, devices.write(device, devices.tag(result.deviceAccount)), {
         path: request.routeOptions.url ?? request.url.split('?')[0]!,
         httpOnly: true,
         secure: config.cookieSecure,
@@ -276,7 +305,10 @@ export default fp(
       const account = emailKey(email);
       await Promise.all([limiters.SIGN_IN_EMAIL.delete(account), delays.delete(account)]);
     }
-    app.decorate('signInLimits', { attempt, confirmPassword, forgetAccount, cookieName });
+    const useDeviceAccounts = (lookup: (email: string) => Promise<string | undefined>) => {
+      deviceAccountOf = lookup;
+    };
+    app.decorate('signInLimits', { attempt, confirmPassword, forgetAccount, useDeviceAccounts, cookieName });
   },
   { name: 'rate-limit' },
 );

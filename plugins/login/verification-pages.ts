@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { AppError } from '../../src/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
-import { ipKey } from '../../src/rate-limit.js';
+import { emailKey, ipKey } from '../../src/rate-limit.js';
 import type { SessionContext } from '../../src/domain/session.js';
 import { sendDecision } from '../infra/decisions.js';
 import { first, Form, type LoginContext, RequestQuery } from './page-context.js';
@@ -67,6 +67,7 @@ export function registerVerificationPages({
       `A link was sent a moment ago. You can ask again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
     await app.rateLimit(reply, 'RESEND_IP', ipKey(request.ip), again);
     await app.rateLimit(reply, 'RESEND_ACCOUNT', ctx.user.id, again);
+    await app.rateLimit(reply, 'RESEND_EMAIL', emailKey(ctx.user.email), again);
     if (!ctx.user.email_verified) {
       await app.services.accounts.sendVerification(ctx.user, verificationContext(found));
     }

@@ -192,3 +192,72 @@ export function createMailer(options: MailerOptions): Mailer {
     clearTimeout(timer);
   }
 }
+
+/**
+ * Mail kinds the per-recipient cap never holds back: notices, to the account's own address, of a change
+ * that someone holding the account (its password or a session) has just made. A flood of other mail must
+ * not be able to hide them, and nobody can trigger them for an address without such access.
+ */
+export const UNCAPPED_MAIL_KINDS: ReadonlySet<string> = new Set(['password-changed', 'email-changed']);
+
+/**
+ * The per-recipient cap (rate-limit rule MAIL_RECIPIENT, issue 31 item 5) in front of a mailer: every mail
+ * handed to sendInBackground, except the UNCAPPED_MAIL_KINDS, first spends one point of its recipient's
+ * budget, keyed by the normalised address (never by an account, so deleting and re-creating an account
+ * renews nothing); a mail past the budget is dropped and logged (kind only, no address). The check runs in
+ * the background like the send itself, so an endpoint's answer and timing never tell whether the mail went
+ * out (request-password-reset hides whether an account exists). `allow` answers whether one more mail may
+ * go to the address (and counts it); it never throws for a refusal. Any mail path gets the cap by sending
+ * through this mailer (app.services.mailer).
+ */
+export function withRecipientCap(
+  mailer: Mailer,
+  allow: (to: string) => Promise<boolean>,
+  log: Pick<FastifyBaseLogger, 'warn' | 'error'>,
+): Mailer {
+  const checks = new Set<Promise<void>>();
+  const settleChecks = async (timeoutMs: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...checks]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  };
+  return {
+    send: (message) => mailer.send(message),
+    sendInBackground(message) {
+      if (UNCAPPED_MAIL_KINDS.has(message.kind)) {
+        mailer.sendInBackground(message);
+        return;
+      }
+      const check = allow(message.to).then(
+        (allowed) => {
+          if (allowed) mailer.sendInBackground(message);
+          else
+            log.warn(
+              { mail: message.kind, rateLimit: 'MAIL_RECIPIENT' },
+              'mail not sent: its recipient has had too many account mails lately',
+            );
+        },
+        // Fails closed: a mail that cannot be counted is not sent (the limiters fall back to memory on
+        // a store failure, so this is a programming error, not an outage).
+        (error: unknown) => log.error({ err: error, mail: message.kind }, 'mail not sent: the recipient cap failed'),
+      );
+      const tracked = check.finally(() => checks.delete(tracked));
+      checks.add(tracked);
+    },
+    stats: () => mailer.stats(),
+    async drain(timeoutMs = 5000) {
+      await settleChecks(timeoutMs);
+      await mailer.drain(timeoutMs);
+    },
+    async close() {
+      await settleChecks(5000);
+      await mailer.close();
+    },
+  };
+}

@@ -9,6 +9,7 @@ import {
   markAddressVerified,
 } from '../../db/repositories/email-verification.js';
 import type { Config } from '../config.js';
+import { deviceAccount } from '../device-cookie.js';
 import type { AccountUser } from '../domain/user.js';
 import { AppError } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
@@ -138,11 +139,29 @@ export function createAccountService(deps: {
         deps.events.signInFailed();
         throw INVALID_CREDENTIALS;
       }
-      if (needsRehash(user.password_hash!)) {
-        await updateUserRow(db, user.id, { password_hash: await hashPassword(input.password) });
+      let passwordHash = user.password_hash!;
+      if (needsRehash(passwordHash)) {
+        passwordHash = await hashPassword(input.password);
+        await updateUserRow(db, user.id, { password_hash: passwordHash });
       }
       const { token, session } = await deps.sessions.signedIn(user.id, meta);
-      return { user: toAccountUser(user), sessionToken: token, sessionId: session.id };
+      return {
+        user: toAccountUser(user),
+        sessionToken: token,
+        sessionId: session.id,
+        /** What a device cookie set now names (src/device-cookie.ts): this user under this password. */
+        deviceAccount: deviceAccount(user.id, passwordHash),
+      };
+    },
+
+    /**
+     * What a device cookie must name to be trusted for sign-ins to this address: the account's id and its
+     * current password (hash), so a password change by anyone ends the trust of every earlier cookie.
+     * Undefined for an address without an enabled account with a password.
+     */
+    async deviceAccount(email: string): Promise<string | undefined> {
+      const user = email.length <= 254 ? await findUserByEmail(db, email.trim()) : undefined;
+      return user?.password_hash && !user.disabled ? deviceAccount(user.id, user.password_hash) : undefined;
     },
 
     /**

@@ -1,6 +1,7 @@
 // Reading the audit trail (admin API and admin web): filters by type, user, application and time,
 // newest first, with an opaque cursor (the last id of the page) so that paging is stable while new
 // events are appended.
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import { pageAuditEvents } from '../../db/repositories/audit.js';
 import { validationError, type FieldProblem } from '../errors.js';
@@ -29,6 +30,15 @@ export const AUDIT_EVENT_TYPES = [
   'password_reset.completed',
   'signing_key.rotated',
 ];
+
+/**
+ * The pseudonym a deleted user's audit events keep (issue 31 item 7a; SECURITY.md): a fresh random id, made
+ * once per deletion and recorded only in those events, so the trail of one account stays together while
+ * nothing (no key, no table) leads from it back to the user id, the address or the `sub` applications knew.
+ */
+export function auditPseudonym(): string {
+  return `deleted-user:${randomUUID()}`;
+}
 
 export interface AuditEvent {
   id: string;

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { UserRow } from '../../db/tables.js';
 import * as repo from '../../db/repositories/users.js';
-import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { appendAuditEvent, pseudonymiseUserAuditEvents } from '../../db/repositories/audit.js';
 import { deleteUserEmailVerificationTokens } from '../../db/repositories/email-verification.js';
 import { revokeUserPasswordResetTokens } from '../../db/repositories/password-reset.js';
 import {
@@ -27,6 +27,7 @@ import { hashPassword } from '../passwords.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { ActorContext, Page } from './applications.js';
+import { auditPseudonym } from './audit.js';
 import { revokeUserAccess } from './revocation.js';
 import { toUser } from './rows.js';
 
@@ -170,12 +171,19 @@ export function createUserService(deps: UserServiceDeps) {
     }
   }
 
+  /**
+   * Deletes the user (its rows go by the foreign keys' cascades). As with self-deletion, the user's audit
+   * events stay under a pseudonym without personal data (issue 31 item 7a), and user.deleted names it.
+   */
   async function remove(ref: string, context: ActorContext): Promise<void> {
     const id = await resolveId(ref);
     await db.transaction().execute(async (trx) => {
-      const deleted = await repo.deleteUserRow(trx, id);
-      if (!deleted) throw notFound('USER_NOT_FOUND', `No user ${ref}`);
-      await appendAuditEvent(trx, { type: 'user.deleted', actor: context.actor, ip: context.ip, userId: id });
+      const row = await repo.lockUserById(trx, id);
+      if (!row) throw notFound('USER_NOT_FOUND', `No user ${ref}`);
+      const pseudonym = auditPseudonym();
+      await pseudonymiseUserAuditEvents(trx, id, row.email, pseudonym);
+      await repo.deleteUserRow(trx, id);
+      await appendAuditEvent(trx, { type: 'user.deleted', actor: context.actor, ip: context.ip, userId: pseudonym });
     });
   }
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import type { InjectOptions as Inject } from 'fastify';
 import { sql } from 'kysely';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
-import { listAuditEvents } from '../../db/repositories/audit.js';
+import { appendAuditEvent, listAuditEvents } from '../../db/repositories/audit.js';
 import { verifyPassword } from '../../src/passwords.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 import { obtainCode, obtainTokens, tokenRequest } from '../helpers/flow.js';
@@ -735,7 +735,12 @@ t.test('audit trail', async (t) => {
     await admin({ method: 'POST', url: `${BASE}/${created.id}/disable` });
     await admin({ method: 'DELETE', url: `${BASE}/${created.id}` });
 
-    const events = await listAuditEvents(database.db, { userId: created.id });
+    // Issue 31, item 7a: the deletion keeps the user's events under a pseudonym, which user.deleted names
+    // (they used to keep the user id).
+    t.same(await listAuditEvents(database.db, { userId: created.id }), [], 'no event names the user id any more');
+    const pseudonym = (await listAuditEvents(database.db, { type: 'user.deleted' })).at(-1)!.user_id!;
+    t.match(pseudonym, /^deleted-user:[0-9a-f-]{36}$/);
+    const events = await listAuditEvents(database.db, { userId: pseudonym });
     t.same(
       events.map((e) => ({
         type: e.type,
@@ -746,11 +751,11 @@ t.test('audit trail', async (t) => {
         detail: e.detail,
       })),
       [
-        { type: 'user.created', actor: 'admin-api', user_id: created.id, client_id: null, ip: '127.0.0.1', detail: {} },
+        { type: 'user.created', actor: 'admin-api', user_id: pseudonym, client_id: null, ip: '127.0.0.1', detail: {} },
         {
           type: 'user.updated',
           actor: 'admin-api',
-          user_id: created.id,
+          user_id: pseudonym,
           client_id: null,
           ip: '127.0.0.1',
           detail: { fields: ['name', 'emailVerified'] },
@@ -758,13 +763,60 @@ t.test('audit trail', async (t) => {
         {
           type: 'user.updated',
           actor: 'admin-api',
-          user_id: created.id,
+          user_id: pseudonym,
           client_id: null,
           ip: '127.0.0.1',
           detail: { fields: ['disabled'] },
         },
-        { type: 'user.deleted', actor: 'admin-api', user_id: created.id, client_id: null, ip: '127.0.0.1', detail: {} },
+        { type: 'user.deleted', actor: 'admin-api', user_id: pseudonym, client_id: null, ip: '127.0.0.1', detail: {} },
       ],
+    );
+  });
+
+  t.test('a deleted user keeps its security events under a pseudonym, without personal data', async (t) => {
+    // Issue 31, item 7a: the operator's deletion behaves as the user's own (DELETE /api/me).
+    const created = await createUser();
+    const email = (await admin({ method: 'GET', url: `${BASE}/${created.id}` })).json().email as string;
+    const other = 'someone-else@example.org';
+    await appendAuditEvent(database.db, {
+      type: 'email_change.requested',
+      actor: 'self',
+      userId: created.id,
+      ip: '192.0.2.7',
+      detail: { newEmail: other, superseded: 0 },
+    });
+    await appendAuditEvent(database.db, {
+      type: 'user.email_changed',
+      actor: 'self',
+      userId: created.id,
+      detail: { previousEmail: email, newEmail: other },
+    });
+    await appendAuditEvent(database.db, { type: 'x.odd', userId: created.id, detail: { note: `was ${email}` } });
+    // An action the user took as an administrator of the admin web.
+    await appendAuditEvent(database.db, { type: 'application.created', actor: `admin:${email}`, clientId: 'c1' });
+    t.equal((await admin({ method: 'DELETE', url: `${BASE}/${created.id}` })).statusCode, 204);
+
+    const pseudonym = (await listAuditEvents(database.db, { type: 'user.deleted' })).at(-1)!.user_id!;
+    const kept = await listAuditEvents(database.db, { userId: pseudonym });
+    t.same(
+      kept.map((e) => [e.type, e.ip, e.detail]),
+      [
+        ['user.created', '127.0.0.1', {}],
+        ['email_change.requested', '192.0.2.7', { superseded: 0 }],
+        ['user.email_changed', null, {}],
+        ['x.odd', null, { personalDataRemoved: true }],
+        ['user.deleted', '127.0.0.1', {}],
+      ],
+      'every event kept, under the pseudonym, without addresses',
+    );
+    const all = JSON.stringify(await listAuditEvents(database.db)).toLowerCase();
+    t.notOk(all.includes(email.toLowerCase()), 'no event anywhere mentions the address');
+    t.notOk(all.includes(other), 'nor the address of the e-mail change');
+    t.same(
+      (await listAuditEvents(database.db, { type: 'application.created' })).filter((e) => e.client_id === 'c1')[0]
+        ?.actor,
+      `admin:${pseudonym}`,
+      'the actions taken as an administrator name the pseudonym',
     );
   });
 
@@ -846,7 +898,7 @@ t.test('transactions: a failure halfway leaves nothing behind', async (t) => {
 
   t.test('a delete whose audit event fails keeps the user', async (t) => {
     const created = await createUser();
-    await withBrokenAudit(`type <> 'user.deleted' or user_id is distinct from '${created.id}'`, async () => {
+    await withBrokenAudit(`type <> 'user.deleted' or user_id not like 'deleted-user:%'`, async () => {
       t.equal((await admin({ method: 'DELETE', url: `${BASE}/${created.id}` })).statusCode, 500);
     });
     t.same((await admin({ method: 'GET', url: `${BASE}/${created.id}` })).json(), created);

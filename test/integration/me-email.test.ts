@@ -224,3 +224,27 @@ t.test('e-mail change requests are limited per account (429 with Retry-After)', 
   t.ok(Number(res.headers['retry-after']) > 0);
   t.equal(res.headers['cache-control'], 'no-store');
 });
+
+t.test('e-mail change requests are limited per new address, across accounts (429 with Retry-After)', async (t) => {
+  // Issue 31, item 5: the per-account budget alone let many accounts (or one account deleted and made
+  // again) send change links to one inbox without end.
+  const limited = await meTestApp(t, { RATE_LIMITS: 'on', RATE_LIMIT_RESEND_EMAIL: '2/900' });
+  const target = fresh('flooded');
+  const ask = async (newEmail: string) => {
+    const user = await limited.newUser();
+    const jar = await limited.signIn(user.email);
+    return limited.me('POST', '/email', { jar, body: { newEmail, password: user.password } });
+  };
+  t.same([(await ask(target)).statusCode, (await ask(target.toUpperCase())).statusCode], [202, 202]);
+  const res = await ask(` ${target.toUpperCase()} `);
+  t.equal(res.statusCode, 429, 'a third account asking for the same address, however spelt');
+  t.equal(res.json().error, 'TOO_MANY_REQUESTS');
+  t.ok(Number(res.headers['retry-after']) > 0 && Number(res.headers['retry-after']) <= 900, 'Retry-After');
+  t.equal((await ask(fresh('other'))).statusCode, 202, 'another address has its own budget');
+  await limited.settle();
+  t.equal(
+    limited.smtp.mails.filter((m) => m.to.toLowerCase().includes(target.toLowerCase())).length,
+    2,
+    'two change links reach the inbox',
+  );
+});

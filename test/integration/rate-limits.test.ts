@@ -910,12 +910,16 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
     RESEND_IP: { limit: 10, windowSeconds: 900 },
     RESEND_IP48: { limit: 30, windowSeconds: 900 },
     RESEND_ACCOUNT: { limit: 3, windowSeconds: 900 },
+    // Issue 31: resends and e-mail change requests per target address, and a cap on every account mail
+    // to one address.
+    RESEND_EMAIL: { limit: 3, windowSeconds: 900 },
     RESET_REQUEST_IP: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_IP48: { limit: 10, windowSeconds: 60 },
     RESET_REQUEST_EMAIL: { limit: 3, windowSeconds: 60 },
     RESET_REQUEST_EMAIL_DAY: { limit: 10, windowSeconds: 86400 },
     RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },
     BEARER: { limit: 600, windowSeconds: 60 },
+    MAIL_RECIPIENT: { limit: 10, windowSeconds: 3600 },
   });
   t.equal(defaults.rateLimits.redisUrl, undefined, 'no Redis unless REDIS_URL is set');
   t.same(defaults.rateLimits.signInDelay, { firstSeconds: 1, maxSeconds: 60 });
@@ -1371,4 +1375,178 @@ t.test('reset mail to one inbox is capped per day, whatever the per-minute windo
   t.equal(fourth.statusCode, 429, 'the fourth of the day, from yet another IP, is refused');
   t.ok(Number(fourth.headers['retry-after']) > 3600, `Retry-After counts the day (${fourth.headers['retry-after']} s)`);
   t.equal(fourth.json().error, 'TOO_MANY_REQUESTS');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Issue 31, item 5: limits on mail to an address are keyed by the address and outlive the account.
+
+t.test('deleting an account and making it again renews no limit on mail to its address', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const guarded = (
+    await buildTestApp(t, {
+      env: {
+        RATE_LIMITS: 'on',
+        SMTP_URL: smtp.url,
+        RATE_LIMIT_RESET_REQUEST_EMAIL: '2/60',
+        RATE_LIMIT_RESET_REQUEST_EMAIL_DAY: '100/86400',
+      },
+      database,
+    })
+  ).app;
+  const email = 'renewed-inbox@example.com';
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  const reset = () => json(guarded, '/api/auth/request-password-reset', { email, redirectTo }, newIp());
+  for (let round = 1; round <= 3; round++) {
+    const created = await open.app.services.users.create(
+      { email, password: PASSWORD, emailVerified: true },
+      { actor: 'test' },
+    );
+    const codes = [(await reset()).statusCode, (await reset()).statusCode];
+    t.same(codes, round === 1 ? [200, 200] : [429, 429], `round ${round}: ${codes}`);
+    // The owner deletes the account (DELETE /api/me), which used to forget every count about the address.
+    const signedIn = await json(guarded, '/api/auth/sign-in', { email, password: PASSWORD }, newIp());
+    t.equal(signedIn.statusCode, 200);
+    const deleted = await guarded.inject({
+      method: 'DELETE',
+      url: '/api/me',
+      remoteAddress: newIp(),
+      cookies: Object.fromEntries(
+        (signedIn.cookies as Array<{ name: string; value: string }>).map((c) => [c.name, c.value]),
+      ),
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ password: PASSWORD }),
+    });
+    t.equal(deleted.statusCode, 204, `round ${round}: account ${created.id} deleted`);
+  }
+  await guarded.services.recovery.drain();
+  await guarded.services.mailer.drain();
+  t.equal(smtp.mails.filter((m) => m.to.includes(email)).length, 2, 'two reset mails in all, not six');
+});
+
+t.test('every account mail to one address passes a per-recipient cap (MAIL_RECIPIENT)', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const { app: capped } = await buildTestApp(t, {
+    env: {
+      RATE_LIMITS: 'on',
+      SMTP_URL: smtp.url,
+      RATE_LIMIT_MAIL_RECIPIENT: '2/3600',
+      RATE_LIMIT_RESET_REQUEST_EMAIL: '100/60',
+      RATE_LIMIT_RESET_REQUEST_EMAIL_DAY: '100/86400',
+    },
+    database,
+  });
+  const email = 'cap-inbox@example.com';
+  await user(email);
+  const redirectTo = `${ORIGIN}/login/reset-password`;
+  const answers = [];
+  for (const spelling of [email, email.toUpperCase(), ` ${email}`, email])
+    answers.push(await json(capped, '/api/auth/request-password-reset', { email: spelling, redirectTo }, newIp()));
+  t.same(
+    answers.map((r) => r.statusCode),
+    [200, 200, 200, 200],
+    'request-password-reset answers the same past the cap (it hides whether a mail went out)',
+  );
+  t.equal(new Set(answers.map((r) => r.body)).size, 1, 'with the same body');
+  await capped.services.recovery.drain();
+  await capped.services.mailer.drain();
+  const inbox = () => smtp.mails.filter((m) => m.to.toLowerCase().includes(email));
+  t.equal(inbox().length, 2, 'two mails reach the inbox, whatever the spelling of the address');
+
+  // The cap sits in the services' mailer: any account mail to the address is held back now.
+  const { verificationMail, passwordChangedMail } = await import('../../src/mail/templates.js');
+  capped.services.mailer.sendInBackground(verificationMail(email.toUpperCase(), `${ORIGIN}/x`, undefined));
+  // A notice of a change someone holding the account made is never held back.
+  const notice = passwordChangedMail(email, new Date(), `${ORIGIN}/login/forgot-password`);
+  capped.services.mailer.sendInBackground(notice);
+  await capped.services.mailer.drain();
+  t.same(
+    inbox()
+      .slice(2)
+      .map((m) => m.subject),
+    [notice.subject],
+    'the verification mail is not sent; the "password changed" notice is',
+  );
+  // The function every mail path can call: counts one mail per call, by the normalised address.
+  t.same(
+    [
+      await capped.mailRecipientCap(' Fresh-Cap@Example.com '),
+      await capped.mailRecipientCap('fresh-cap@example.com'),
+      await capped.mailRecipientCap('FRESH-CAP@example.com'),
+    ],
+    [true, true, false],
+  );
+  const { app: unlimited } = await buildTestApp(t, { env: { RATE_LIMITS: 'off' }, database });
+  t.equal(await unlimited.mailRecipientCap('fresh-cap@example.com'), true, 'RATE_LIMITS=off: no cap');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Issue 31, item 7(b): a device cookie names the account under its current password.
+
+t.test('a device cookie earned before a password change (reset or operator) gives no trust after it', async (t) => {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const guarded = (
+    await buildTestApp(t, {
+      env: { ...GUARDED, SMTP_URL: smtp.url, SIGN_IN_DELAY_FIRST: '30', SIGN_IN_DELAY_MAX: '30' },
+      database,
+    })
+  ).app;
+  const { linkIn } = await import('../helpers/smtp.js');
+  const signIn = (email: string, password: string, device?: string) =>
+    json(guarded, '/api/auth/sign-in', { email, password }, newIp(), device ? { cookie: `idp.device=${device}` } : {});
+  const deviceOf = (res: LightMyRequestResponse) =>
+    (res.cookies as Array<{ name: string; value: string }>).find((c) => c.name === 'idp.device')?.value;
+
+  const changes: Array<[string, (email: string, id: string) => Promise<string>]> = [
+    [
+      'a password reset',
+      async (email) => {
+        const redirectTo = `${ORIGIN}/login/reset-password`;
+        const asked = await json(guarded, '/api/auth/request-password-reset', { email, redirectTo }, newIp());
+        t.equal(asked.statusCode, 200);
+        const link = new URL(linkIn(await smtp.waitFor(email)));
+        const token = decodeURIComponent(link.pathname.split('/').pop()!);
+        const done = await json(
+          guarded,
+          '/api/auth/reset-password',
+          { token, newPassword: 'a-new-password-after-reset' },
+          newIp(),
+        );
+        t.equal(done.statusCode, 200, 'the reset is completed');
+        return 'a-new-password-after-reset';
+      },
+    ],
+    [
+      "an operator's password change",
+      async (_email, id) => {
+        await open.app.services.users.update(id, { password: 'set-by-the-operator-1' }, { actor: 'test' });
+        return 'set-by-the-operator-1';
+      },
+    ],
+  ];
+  for (const [what, change] of changes) {
+    const email = `device-${what.replace(/\W+/g, '-')}@example.com`;
+    await user(email);
+    const id = (await open.app.services.users.get(email)).id;
+    // A browser (a past intruder's, say) signs in and earns a device cookie.
+    const before = await signIn(email, PASSWORD);
+    t.equal(before.statusCode, 200);
+    const old = deviceOf(before);
+    t.ok(old, 'a device cookie');
+
+    const password = await change(email, id);
+    // The owner signs in afresh after the change: a new cookie.
+    const after = await signIn(email, password);
+    t.equal(after.statusCode, 200);
+    const fresh = deviceOf(after);
+    t.ok(fresh && fresh !== old, 'a fresh device cookie');
+
+    // Someone floods the account with guesses: unknown browsers wait.
+    for (let i = 0; i < 5; i++) await signIn(email, `guess-${i}`);
+    check429(t, await signIn(email, password), 30, `${what}: an unknown browser waits`);
+    check429(t, await signIn(email, password, old), 30, `${what}: the cookie from before the change is not trusted`);
+    t.equal((await signIn(email, password, fresh)).statusCode, 200, `${what}: the fresh cookie is trusted`);
+  }
 });

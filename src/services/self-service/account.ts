@@ -5,10 +5,11 @@
 //    unexchanged codes, reset and e-mail change links; then the "password changed" mail. The kept session
 //    gets a new cookie secret in the same transaction, so a copy of the old cookie (the reason a user may
 //    change a password) is signed out too; the caller sets the new cookie.
-//  - Deletion: one transaction deletes the user and every row that references it, then records one
-//    user.deleted event naming nobody. The bearer cache learns of it from the delete of the users row
-//    (src/services/invalidation.ts), so the user's tokens answer 401 at once. The last enabled
-//    administrator cannot delete themselves (409 LAST_ADMIN).
+//  - Deletion: one transaction deletes the user and every row that references it, except the user's
+//    audit events, which stay under a pseudonym without personal data (issue 31 item 7a), then records
+//    one user.deleted event with the pseudonym and the request's IP. The bearer cache learns of it from
+//    the delete of the users row (src/services/invalidation.ts), so the user's tokens answer 401 at once.
+//    The last enabled administrator cannot delete themselves (409 LAST_ADMIN).
 import { appendAuditEvent } from '../../../db/repositories/audit.js';
 import { listUserEmailChanges } from '../../../db/repositories/email-changes.js';
 import {
@@ -22,6 +23,7 @@ import { AppError, validationError } from '../../errors.js';
 import { generateToken, hashToken } from '../../oauth/tokens.js';
 import { hashPassword, passwordLengthProblem } from '../../passwords.js';
 import { EMAIL } from '../accounts.js';
+import { auditPseudonym } from '../audit.js';
 import { passwordChangedNotice } from '../recovery.js';
 import { revokeUserAccess } from '../revocation.js';
 import { confirmPassword, currentUser, signedOut } from './common.js';
@@ -64,7 +66,7 @@ export function createAccountMethods(
     if (newEmail.toLowerCase() === user.email.toLowerCase())
       throw validationError([{ field: 'newEmail', message: 'This is your address already' }]);
     // Counted once the password is right: only the account's owner can spend the budget.
-    await deps.guards.countEmailChange(userId, meta.ip);
+    await deps.guards.countEmailChange(userId, meta.ip, newEmail);
     if (await findUserByEmail(db, newEmail)) throw emailTaken();
     await deps.emailChanges.request(user, newEmail, meta);
   }
@@ -165,9 +167,17 @@ export function createAccountMethods(
           'You are the only administrator: make another user an administrator before deleting your account',
         );
       }
-      const counts = await deleteUserEverywhere(trx, userId, locked.email);
-      // Names nobody: the person is gone from every table, this record included.
-      await appendAuditEvent(trx, { type: 'user.deleted', actor: 'self', userId: null, detail: { rows: counts } });
+      // The person is gone from every table; their security events stay under a pseudonym, and so does
+      // this record of the deletion, with the deleting request's address.
+      const pseudonym = auditPseudonym();
+      const counts = await deleteUserEverywhere(trx, userId, locked.email, pseudonym);
+      await appendAuditEvent(trx, {
+        type: 'user.deleted',
+        actor: 'self',
+        userId: pseudonym,
+        ip: meta.ip,
+        detail: { rows: counts },
+      });
     });
     await deps.guards.forgetAccount({ id: userId, email: user.email });
   }

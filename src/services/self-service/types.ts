@@ -54,9 +54,15 @@ export interface SelfServiceGuards {
    * password, which counts as a failed sign-in; throws a 429 AppError (retryAfterSeconds) meanwhile.
    */
   confirmPassword<T>(email: string, run: () => Promise<T>): Promise<T>;
-  /** Counts one e-mail change request of the account (it sends mail to any address); 429 over the limit. */
-  countEmailChange(userId: string, ip: string | null): Promise<void>;
-  /** Forgets the rate-limit counts keyed by a deleted account (its id and address). */
+  /**
+   * Counts one e-mail change request of the account (it sends mail to any address), per account, IP and
+   * new address; 429 over a limit.
+   */
+  countEmailChange(userId: string, ip: string | null, newEmail: string): Promise<void>;
+  /**
+   * Forgets the rate-limit counts about a deleted account (its sign-in failures, its id); the limits on
+   * mail to its address stay.
+   */
   forgetAccount(user: { id: string; email: string }): Promise<void>;
 }
 
