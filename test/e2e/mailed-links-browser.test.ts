@@ -66,11 +66,9 @@ t.test(
     const shot = (name: string) =>
       page.screenshot({ path: join(screenshots, `mailed-links-${name}.png`), fullPage: true });
 
-    // The unverified account asks for its link on the "check your inbox" page, which names the account.
+    // The unverified account asks for its link on the "check your inbox" page.
     await signIn(page, login, email);
     await page.goto(`${login}/verify-email`);
-    t.match(await page.locator('#signed-in-as').innerText(), `Signed in as ${email}`);
-    await t.resolves(page.getByRole('button', { name: /Not you\?/ }).waitFor(), '"Not you?" is offered');
     await page.getByRole('button', { name: 'Send the link again' }).click();
     await t.resolves(page.getByText('We sent a new link.').waitFor());
     const mail = await ctx.smtp.waitFor(email, 30000);
@@ -83,6 +81,10 @@ t.test(
       `the scanner got the pages: ${seen.join('; ')}`,
     );
     t.equal(await verified(), false, 'GET and HEAD of every link in the mail verified nothing');
+
+    // The "check your inbox" page names the signed-in account and offers "Not you?".
+    t.match(await page.locator('#signed-in-as').innerText(), `Signed in as ${email}`);
+    await t.resolves(page.getByRole('button', { name: /Not you\?/ }).waitFor(), '"Not you?" is offered');
 
     // The person clicks: the page names the address and the action; its button confirms.
     const link = links.find((l) => l.includes('/verify-email/confirm'))!;
