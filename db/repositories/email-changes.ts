@@ -35,6 +35,23 @@ export async function findPendingEmailChange(db: Db, userId: string): Promise<Em
 }
 
 /**
+ * A live request by its token, read only (the confirmation page shows what the link would do; a GET or
+ * HEAD of a mailed link changes nothing): the same conditions as consuming it, nothing written.
+ */
+export async function findLiveEmailChangeToken(db: Db, tokenHash: string): Promise<EmailChangeRow | undefined> {
+  return db
+    .selectFrom('email_change_tokens as t')
+    .innerJoin('users as u', 'u.id', 't.user_id')
+    .selectAll('t')
+    .where('t.token_hash', '=', tokenHash)
+    .where('t.used_at', 'is', null)
+    .where('t.expires_at', '>', sql<Date>`now()`)
+    .whereRef('u.email', '=', 't.previous_email')
+    .where('u.disabled', '=', false)
+    .executeTakeFirst();
+}
+
+/**
  * Single use, atomically: the first caller gets the row. Call inside the transaction that applies the
  * change: if applying fails (the address was taken meanwhile), the rollback leaves the link usable.
  */

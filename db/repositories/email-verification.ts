@@ -47,6 +47,25 @@ export async function consumeEmailVerificationToken(
 }
 
 /**
+ * The live token, read only (the confirmation page shows what the link would do; a GET or HEAD of a
+ * mailed link changes nothing): the same conditions as consuming it, nothing written.
+ */
+export async function findLiveEmailVerificationToken(
+  db: Db,
+  tokenHash: string,
+): Promise<EmailVerificationRow | undefined> {
+  return db
+    .selectFrom('email_verification_tokens as t')
+    .innerJoin('users as u', 'u.id', 't.user_id')
+    .selectAll('t')
+    .where('t.token_hash', '=', tokenHash)
+    .where('t.used_at', 'is', null)
+    .where('t.expires_at', '>', sql<Date>`now()`)
+    .whereRef('u.email', '=', 't.email')
+    .executeTakeFirst();
+}
+
+/**
  * Marks the address verified only if it is still `email`: an address change committed meanwhile (the
  * row lock makes PostgreSQL re-check the condition) leaves the new address unverified.
  */

@@ -249,7 +249,9 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
       },
     },
     async (request) => {
-      const result = await app.services.accounts.verifyEmail(request.body.token);
+      // An e-mail change link confirms only for the session of the account that asked (issue 31).
+      const signedIn = await app.currentSession(request);
+      const result = await app.services.accounts.verifyEmail(request.body.token, signedIn?.user.id);
       if (!result)
         throw new AppError(400, 'INVALID_TOKEN', 'The verification link is invalid, expired or was used already');
       const pendingRequest = result.requestId

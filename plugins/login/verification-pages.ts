@@ -21,7 +21,10 @@ export function registerVerificationPages({
   pending,
   continueUrl,
   mailHint,
+  safeReturnTo,
 }: LoginContext) {
+  /** A return path after "Not you?": only a path under the login path (safeReturnTo, admin URLs left out). */
+  const safeLoginReturn = (value: string | undefined) => (value?.startsWith('/') ? safeReturnTo(value) : undefined);
   // E-mail verification
   async function requireSession(
     request: FastifyRequest,
@@ -54,6 +57,7 @@ export function registerVerificationPages({
         email: ctx.user.email,
         app: found?.app,
         mailHint,
+        notYou: true,
       }),
     );
   });
@@ -81,67 +85,141 @@ export function registerVerificationPages({
         sent: true,
         app: found?.app,
         mailHint,
+        notYou: true,
       }),
     );
   });
-  app.get(
-    '/verify-email/confirm',
-    { schema: { querystring: Type.Object({ token: Type.String({ maxLength: 256 }) }) } },
-    async (request, reply) => {
-      const result = await app.services.accounts.verifyEmail(request.query.token);
-      if (!result) {
-        return page(
-          reply,
-          views.messagePage({
-            loginPath,
-            title: 'This link does not work',
-            message: 'The verification link is invalid, expired or was used already. Sign in to get a new one.',
-            role: 'alert',
-            link: { href: `${loginPath}/sign-in`, text: 'Sign in' },
-          }),
-          400,
-        );
-      }
-      // Continue the pending authorization when there is one; otherwise the application's
-      // post-verification page, derived as the public application metadata derives it.
-      // (A link opened in another browser, e.g. on a phone, only verifies: the request stays with the
-      // browser that started it, which continues once the user goes back to it.)
-      if (
-        result.requestId &&
-        (await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request)))
-      ) {
-        return reply.code(303).header('location', continueUrl(result.requestId)).send();
-      }
-      const client = result.clientId ? await app.services.applications.find(result.clientId) : undefined;
-      if (
-        client?.enabled &&
-        client.postVerificationRedirectPath &&
-        result.redirectUri &&
-        client.redirectUris.includes(result.redirectUri)
-      ) {
-        return reply
-          .code(303)
-          .header('location', `${originOf(result.redirectUri)}${client.postVerificationRedirectPath}`)
-          .send();
-      }
+  // The mailed link (verification or e-mail change). Opening it (GET, or HEAD, which Fastify answers with
+  // the GET handler) changes nothing, since mail gateways and link scanners fetch every link in a message
+  // (issue 31): the page names the address and the action, and its button POSTs (CSRF-protected) to
+  // confirm. An e-mail change is confirmed only by a session of the account that asked for it.
+  const TokenQuery = Type.Object({ token: Type.String({ maxLength: 256 }) });
+  const confirmPath = (token: string) => `${loginPath}/verify-email/confirm?token=${encodeURIComponent(token)}`;
+  const linkDoesNotWork = (reply: FastifyReply) =>
+    page(
+      reply,
+      views.messagePage({
+        loginPath,
+        title: 'This link does not work',
+        message: 'The verification link is invalid, expired or was used already. Sign in to get a new one.',
+        role: 'alert',
+        link: { href: `${loginPath}/sign-in`, text: 'Sign in' },
+      }),
+      400,
+    );
+
+  app.get('/verify-email/confirm', { schema: { querystring: TokenQuery } }, async (request, reply) => {
+    const { token } = request.query;
+    const link = await app.services.accounts.inspectLink(token);
+    if (!link) return linkDoesNotWork(reply);
+    const ctx = await app.currentSession(request);
+    const csrf = csrfToken(request, reply);
+    const returnTo = confirmPath(token);
+    if (link.kind === 'email-change' && ctx?.user.id !== link.userId) {
       return page(
         reply,
-        views.messagePage({
-          loginPath,
-          ...(result.emailChanged
-            ? {
-                title: 'E-mail address changed',
-                message: `Your account uses ${result.user.email} from now on; you can close this page.`,
-              }
-            : {
-                title: 'E-mail address verified',
-                message: 'Thank you. Your e-mail address is verified; you can close this page.',
-              }),
-          role: 'status',
-        }),
+        views.signInToConfirmPage({ loginPath, csrf, email: link.email, returnTo, signedInAs: ctx?.user.email }),
       );
-    },
-  );
+    }
+    return page(
+      reply,
+      views.confirmLinkPage({
+        loginPath,
+        csrf,
+        token,
+        action:
+          link.kind === 'email-change'
+            ? { kind: 'email-change', email: link.email, account: link.previousEmail }
+            : { kind: 'verification', email: link.email },
+        signedIn: ctx && { email: ctx.user.email, returnTo },
+      }),
+    );
+  });
+
+  app.post('/verify-email/confirm', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    const token = first(request.body.token) ?? '';
+    if (token.length > 256) return linkDoesNotWork(reply);
+    const ctx = await app.currentSession(request);
+    let result: Awaited<ReturnType<typeof app.services.accounts.verifyEmail>>;
+    try {
+      result = await app.services.accounts.verifyEmail(token, ctx?.user.id);
+    } catch (error) {
+      // An e-mail change link, and not the session of the account that asked: nothing was consumed.
+      if (error instanceof AppError && (error.code === 'UNAUTHENTICATED' || error.code === 'WRONG_ACCOUNT')) {
+        const link = await app.services.accounts.inspectLink(token);
+        if (!link) return linkDoesNotWork(reply);
+        return page(
+          reply,
+          views.signInToConfirmPage({
+            loginPath,
+            csrf: csrfToken(request, reply),
+            email: link.email,
+            returnTo: confirmPath(token),
+            signedInAs: ctx?.user.email,
+            refused: true,
+          }),
+          error.statusCode,
+        );
+      }
+      throw error;
+    }
+    if (!result) return linkDoesNotWork(reply);
+    // Continue the pending authorization when there is one; otherwise the application's
+    // post-verification page, derived as the public application metadata derives it.
+    // (A link opened in another browser, e.g. on a phone, only verifies: the request stays with the
+    // browser that started it, which continues once the user goes back to it.)
+    if (
+      result.requestId &&
+      (await app.services.authorization.pendingRequest(result.requestId, app.browserBinding(request)))
+    ) {
+      return reply.code(303).header('location', continueUrl(result.requestId)).send();
+    }
+    const client = result.clientId ? await app.services.applications.find(result.clientId) : undefined;
+    if (
+      client?.enabled &&
+      client.postVerificationRedirectPath &&
+      result.redirectUri &&
+      client.redirectUris.includes(result.redirectUri)
+    ) {
+      return reply
+        .code(303)
+        .header('location', `${originOf(result.redirectUri)}${client.postVerificationRedirectPath}`)
+        .send();
+    }
+    return page(
+      reply,
+      views.messagePage({
+        loginPath,
+        ...(result.emailChanged
+          ? {
+              title: 'E-mail address changed',
+              message: `Your account uses ${result.user.email} from now on; you can close this page.`,
+            }
+          : {
+              title: 'E-mail address verified',
+              message: 'Thank you. Your e-mail address is verified; you can close this page.',
+            }),
+        role: 'status',
+      }),
+    );
+  });
+
+  // "Not you?" on the verification pages (ASVS 7.4.4): a POST with the CSRF token signs out, then the
+  // sign-in page continues the pending request or comes back to the page (a path under the login path
+  // only: safeReturnTo).
+  app.post('/switch-account', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    await app.signOut(request, reply);
+    const requestId = first(request.body.request) || undefined;
+    const returnTo = safeLoginReturn(first(request.body.return_to));
+    const query = requestId
+      ? `?request=${encodeURIComponent(requestId)}`
+      : returnTo
+        ? `?return_to=${encodeURIComponent(returnTo)}`
+        : '';
+    return reply.code(303).header('location', `${loginPath}/sign-in${query}`).send();
+  });
 
   // Consent
   app.get(

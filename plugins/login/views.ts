@@ -140,6 +140,8 @@ export function verifyEmailPage(o: {
   sent?: boolean;
   app?: AppBrand | undefined;
   mailHint?: string | undefined;
+  /** The page is shown to the session of `email`: "Signed in as … Not you?" (issue 31). */
+  notYou?: boolean;
 }): string {
   return layout({
     title: 'Verify your e-mail address',
@@ -152,7 +154,8 @@ ${devMailHint(o.mailHint)}
 <form method="post" action="${o.loginPath}/verify-email/resend">
 ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
 <button type="submit" class="secondary">Send the link again</button>
-</form>`,
+</form>
+${o.notYou ? notYouForm({ loginPath: o.loginPath, csrf: o.csrf, email: o.email, requestId: o.requestId }) : ''}`,
   });
 }
 
@@ -256,5 +259,87 @@ ${field({
 })}
 <button type="submit">Change password</button>
 </form>`,
+  });
+}
+
+/**
+ * "Signed in as … Not you?" (ASVS 7.4.4): the button signs out (a POST with the CSRF token, never a GET
+ * link) and opens the sign-in page, which then continues the pending request or comes back to `returnTo`.
+ */
+export function notYouForm(o: {
+  loginPath: string;
+  csrf: string;
+  email: string;
+  requestId?: string | undefined;
+  returnTo?: string | undefined;
+}): Html {
+  return html`<form method="post" action="${o.loginPath}/switch-account" class="not-you">\
+${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}${hidden('return_to', o.returnTo)}
+<p class="muted" id="signed-in-as">Signed in as <strong>${o.email}</strong>.</p>
+<button type="submit" class="secondary">Not you? Sign in as someone else</button>
+</form>`;
+}
+
+/**
+ * The page a mailed verification or e-mail change link opens (issue 31): it names the address and the
+ * action and changes nothing; the button POSTs (CSRF-protected) to confirm. A GET or HEAD of the link,
+ * which mail scanners do, only shows this page.
+ */
+export function confirmLinkPage(o: {
+  loginPath: string;
+  csrf: string;
+  token: string;
+  action: { kind: 'verification'; email: string } | { kind: 'email-change'; email: string; account: string };
+  /** The signed-in account, if any, with its "Not you?" button; `returnTo` is this page. */
+  signedIn?: { email: string; returnTo: string } | undefined;
+}): string {
+  const change = o.action.kind === 'email-change';
+  const signedIn = o.signedIn;
+  const body = change
+    ? html`<h1>Move your account to ${o.action.email}</h1>
+<p>Your account <strong id="account-email">${(o.action as { account: string }).account}</strong> will use \
+<strong id="new-email">${o.action.email}</strong> from now on: you sign in with it, and applications get it.</p>`
+    : html`<h1>Confirm ${o.action.email} for your account</h1>
+<p>Confirm that <strong id="address">${o.action.email}</strong> is your e-mail address.</p>`;
+  return layout({
+    title: change ? 'Confirm your new e-mail address' : 'Confirm your e-mail address',
+    loginPath: o.loginPath,
+    body: html`${body}
+<form method="post" action="${o.loginPath}/verify-email/confirm">
+${hidden('csrf', o.csrf)}${hidden('token', o.token)}
+<button type="submit">${change ? `Move my account to ${o.action.email}` : 'Confirm this address'}</button>
+</form>
+${signedIn ? notYouForm({ ...signedIn, loginPath: o.loginPath, csrf: o.csrf }) : ''}`,
+  });
+}
+
+const REFUSED = 'Nothing was changed: only the account that asked can confirm.';
+
+/**
+ * An e-mail change link opened without a session of the account that asked (issue 31): a way to sign in
+ * to it and come back. The account's current address is not named (the visitor may not be its owner).
+ */
+export function signInToConfirmPage(o: {
+  loginPath: string;
+  csrf: string;
+  email: string;
+  returnTo: string;
+  signedInAs?: string | undefined;
+  refused?: boolean;
+}): string {
+  const signIn = `${o.loginPath}/sign-in?return_to=${encodeURIComponent(o.returnTo)}`;
+  return layout({
+    title: 'Sign in to confirm',
+    loginPath: o.loginPath,
+    body: html`<h1>Sign in to the account that asked for this change</h1>
+${o.refused ? html`<p class="notice" role="alert">${REFUSED}</p>` : ''}
+<p>Someone asked to move their account to <strong>${o.email}</strong>. Only that account can confirm it: \
+sign in to it, and you come back to this page.</p>
+${
+  o.signedInAs
+    ? html`<p>The account you are signed in to did not ask for this change.</p>
+${notYouForm({ loginPath: o.loginPath, csrf: o.csrf, email: o.signedInAs, returnTo: o.returnTo })}`
+    : html`<p><a href="${signIn}" id="sign-in-to-confirm">Sign in</a></p>`
+}`,
   });
 }

@@ -5,6 +5,7 @@ import { findUserByEmail, findUserById, insertUser, updateUserRow } from '../../
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import {
   consumeEmailVerificationToken,
+  findLiveEmailVerificationToken,
   insertEmailVerificationToken,
   markAddressVerified,
 } from '../../db/repositories/email-verification.js';
@@ -43,7 +44,10 @@ export function createAccountService(deps: {
   mailer: Mailer;
   events: Pick<MetricEvents, 'signInFailed'>;
   /** E-mail changes (issue 17): their links are verification links too, confirmed here. */
-  emailChanges?: { confirm(token: string): Promise<{ user: AccountUser } | undefined> };
+  emailChanges?: {
+    inspect(token: string): Promise<{ userId: string; email: string; previousEmail: string } | undefined>;
+    confirm(token: string, userId: string | undefined): Promise<{ user: AccountUser } | undefined>;
+  };
 }) {
   const { db, config } = deps;
 
@@ -165,11 +169,33 @@ export function createAccountService(deps: {
     },
 
     /**
-     * Consumes a verification link: marks the address verified; says where the user goes next. A link
-     * of an e-mail change applies the change (emailChanged: true); 409 EMAIL_TAKEN when another account
-     * has the address by now (the link then stays usable).
+     * What a verification link would do, read only (the page a GET or HEAD of the link shows; nothing is
+     * consumed): verify `email` of the account `userId`, or move the account `userId` from `previousEmail`
+     * to `email` (an e-mail change). Undefined for a link that does not work (unknown, used, expired or
+     * superseded alike).
      */
-    async verifyEmail(token: string) {
+    async inspectLink(
+      token: string,
+    ): Promise<
+      | { kind: 'verification'; userId: string; email: string }
+      | { kind: 'email-change'; userId: string; email: string; previousEmail: string }
+      | undefined
+    > {
+      if (!token || token.length > 100) return undefined;
+      const row = await findLiveEmailVerificationToken(db, hashToken(token));
+      if (row) return { kind: 'verification', userId: row.user_id, email: row.email };
+      const change = await deps.emailChanges?.inspect(token);
+      return change && { kind: 'email-change', ...change };
+    },
+
+    /**
+     * Consumes a verification link (a POST: opening the link only shows inspectLink's page): marks the
+     * address verified; says where the user goes next. A link of an e-mail change applies the change
+     * (emailChanged: true) only for the signed-in user `userId` who asked for it (401 UNAUTHENTICATED
+     * without a session, 403 WRONG_ACCOUNT with another account's; the link stays usable); 409 EMAIL_TAKEN
+     * when another account has the address by now (the link then stays usable).
+     */
+    async verifyEmail(token: string, userId: string | undefined) {
       if (!token || token.length > 100) return undefined;
       const verified = await db.transaction().execute(async (trx) => {
         const row = await consumeEmailVerificationToken(trx, hashToken(token));
@@ -181,7 +207,7 @@ export function createAccountService(deps: {
         return { user: toAccountUser(user), ...next, emailChanged: false };
       });
       if (verified || !deps.emailChanges) return verified;
-      const changed = await deps.emailChanges.confirm(token);
+      const changed = await deps.emailChanges.confirm(token, userId);
       return changed && { user: changed.user, requestId: null, clientId: null, redirectUri: null, emailChanged: true };
     },
 

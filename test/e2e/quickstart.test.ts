@@ -133,7 +133,12 @@ t.test(
       if (!link) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     t.ok(link, 'the verification mail is in data/outbox.jsonl');
+    // Opening the link shows its confirmation page (issue 31); its button confirms.
     res = await browser.follow(link!);
+    t.match(res.body, /Confirm this address/);
+    res = await browser.follow(`${base}/login/verify-email/confirm`, () => false, {
+      form: BrowserClient.hiddenFields(res.body, '/login/verify-email/confirm'),
+    });
     if (/\/login\/consent/.test(res.url)) {
       t.match(res.body, /Demo application/);
       res = await browser.follow(`${base}/login/consent`, () => false, {

@@ -149,3 +149,25 @@ export async function userinfo(app: FastifyInstance, accessToken: string) {
     headers: { authorization: `Bearer ${accessToken}` },
   });
 }
+
+/**
+ * A mailed verification or e-mail change link, clicked in a browser (issue 31): the GET only opens the
+ * confirmation page; its button POSTs the form (CSRF token and link token). Returns the POST's answer.
+ */
+export async function confirmMailedLink(app: FastifyInstance, link: string, jar: Record<string, string> = {}) {
+  const page = await app.inject({ method: 'GET', url: pathOf(link), cookies: jar });
+  if (page.statusCode !== 200) return page;
+  const cookies = { ...jar, ...cookiesOf(page) };
+  const action = /<form method="post" action="([^"]*\/verify-email\/confirm)"/.exec(page.body)?.[1];
+  if (!action) throw new Error(`no confirmation form on the page: ${page.body.slice(0, 300)}`);
+  return app.inject({
+    method: 'POST',
+    url: action,
+    cookies,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      csrf: hiddenField(page.body, 'csrf'),
+      token: hiddenField(page.body, 'token'),
+    }).toString(),
+  });
+}

@@ -8,7 +8,7 @@ import { startSmtp, linkIn } from '../helpers/smtp.js';
 import { findUserByEmail } from '../../db/repositories/users.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
-import { cookiesOf, hiddenField, formPage as formPageOf } from '../helpers/flow.js';
+import { cookiesOf, confirmMailedLink, hiddenField, formPage as formPageOf } from '../helpers/flow.js';
 
 const smtp = await startSmtp();
 t.teardown(() => smtp.close());
@@ -219,7 +219,8 @@ t.test(
       .set({ completed_at: new Date() })
       .where('id', '=', requestId)
       .execute();
-    const confirmed = await inject({ method: 'GET', url: link.pathname + link.search });
+    // Clicked: the GET opens the confirmation page, its button POSTs (issue 31).
+    const confirmed = await confirmMailedLink(app, link.href, BROWSER);
     t.equal(confirmed.statusCode, 303);
     t.equal(
       confirmed.headers.location,
@@ -248,11 +249,7 @@ t.test(
     const jar = { ...page.jar, ...cookiesOf(res) };
     const link = new URL(linkIn(await smtp.waitFor('otto@example.com')));
     // Another browser (say, the phone that shows the mail) has a binding cookie of its own, or none.
-    const elsewhere = await inject({
-      method: 'GET',
-      url: link.pathname + link.search,
-      cookies: { 'idp.authz': generateToken() },
-    });
+    const elsewhere = await confirmMailedLink(app, link.href, { 'idp.authz': generateToken() });
     t.equal(elsewhere.statusCode, 303, 'the application page, as when the request is gone');
     t.equal(elsewhere.headers.location, 'https://app.example.com/welcome', 'never the continue URL of the request');
     t.equal((await findUserByEmail(database.db, 'otto@example.com'))?.email_verified, true, 'the address is verified');
@@ -266,6 +263,145 @@ t.test(
     t.match(back.headers.location, /\/login\/consent\?request=/);
   },
 );
+
+t.test(
+  'a GET or HEAD of a verification link changes nothing; only the CSRF-protected POST verifies (issue 31)',
+  async (t) => {
+    const email = 'scanned@example.com';
+    const user = await app.services.users.create({ email, password: 'scanned-password-1' }, actor);
+    const requestId = await startAuthorization(app);
+    await app.services.accounts.sendVerification(user, { requestId, clientId: client.clientId, redirectUri });
+    const link = new URL(linkIn(await smtp.waitFor(email)));
+    const path = link.pathname + link.search;
+    const verified = async () => (await findUserByEmail(database.db, email))?.email_verified;
+
+    // A mail gateway or link scanner: no cookies, GET and HEAD, more than once.
+    for (const method of ['GET', 'HEAD', 'GET'] as const) {
+      const res = await app.inject({ method, url: path });
+      t.equal(res.statusCode, 200, `${method}: the confirmation page`);
+      t.equal(res.headers['cache-control'], 'no-store', method);
+      t.equal(res.headers['referrer-policy'], 'no-referrer', `${method}: the token never leaves in a Referer`);
+      t.equal(await verified(), false, `${method}: the address is still unverified`);
+    }
+    const page = await app.inject({ method: 'GET', url: path });
+    t.match(page.body, `<h1>Confirm ${email} for your account</h1>`, 'the page names the address and the action');
+    t.match(page.body, '<form method="post" action="/login/verify-email/confirm">');
+    t.equal(hiddenField(page.body, 'token'), link.searchParams.get('token'), 'the button posts the token');
+    t.notMatch(page.body, 'id="signed-in-as"', 'nobody is signed in: no "Not you?"');
+    t.same(await listAuditEvents(database.db, { type: 'user.email_verified', userId: user.id }), []);
+
+    // The POST: without the CSRF token, with a wrong one, or from another site, refused; nothing spent.
+    const jar = { ...BROWSER, ...cookiesOf(page) };
+    const token = hiddenField(page.body, 'token');
+    const csrf = hiddenField(page.body, 'csrf');
+    const refused = [
+      await post('/login/verify-email/confirm', { token }, jar),
+      await post('/login/verify-email/confirm', { token, csrf: generateToken() }, jar),
+      await post('/login/verify-email/confirm', { token, csrf }, { ...BROWSER }),
+      await post('/login/verify-email/confirm', { token, csrf }, jar, { origin: 'https://evil.example' }),
+    ];
+    for (const res of refused) t.equal(res.statusCode, 403, 'CSRF: refused');
+    t.equal(await verified(), false, 'refused POSTs change nothing');
+
+    // The browser that started the request: the POST verifies and continues the request.
+    const ok = await post('/login/verify-email/confirm', { token, csrf }, jar);
+    t.equal(ok.statusCode, 303);
+    t.match(ok.headers.location, `/api/auth/oauth2/authorize/continue?request=${requestId}`, 'the request goes on');
+    t.equal(await verified(), true, 'the POST verifies');
+    t.equal((await listAuditEvents(database.db, { type: 'user.email_verified', userId: user.id })).length, 1);
+
+    // Used, unknown, or no token at all: the same "This link does not work" page on GET and on POST.
+    const unknown = `/login/verify-email/confirm?token=${generateToken()}`;
+    const dead = [
+      await app.inject({ method: 'GET', url: path }),
+      await app.inject({ method: 'GET', url: unknown }),
+      await post('/login/verify-email/confirm', { token, csrf }, jar),
+      await post('/login/verify-email/confirm', { token: generateToken(), csrf }, jar),
+      await post('/login/verify-email/confirm', { csrf }, jar),
+    ];
+    for (const res of dead) {
+      t.equal(res.statusCode, 400);
+      t.match(res.body, '<h1>This link does not work</h1>');
+    }
+    t.equal(dead[0]!.body, dead[1]!.body, 'a used link and an unknown one look the same');
+  },
+);
+
+t.test(
+  'the verification pages show the signed-in account; "Not you?" is a CSRF-protected POST that signs out',
+  async (t) => {
+    const email = 'notyou@example.com';
+    const user = await app.services.users.create({ email, password: 'notyou-password-1' }, actor);
+    await app.services.accounts.sendVerification(user, {});
+    const link = new URL(linkIn(await smtp.waitFor(email)));
+    const { jar } = await signedIn(email, 'notyou-password-1');
+
+    const inbox = await inject({ method: 'GET', url: '/login/verify-email', cookies: jar });
+    t.equal(inbox.statusCode, 200);
+    t.match(inbox.body, `Signed in as <strong>${email}</strong>`);
+    t.match(inbox.body, '<form method="post" action="/login/switch-account"');
+    t.match(inbox.body, 'Not you?');
+
+    const page = await inject({ method: 'GET', url: link.pathname + link.search, cookies: jar });
+    t.equal(page.statusCode, 200);
+    t.match(page.body, `Signed in as <strong>${email}</strong>`);
+    const form = page.body.slice(page.body.indexOf('action="/login/switch-account"'));
+    const returnTo = hiddenField(form, 'return_to');
+    t.equal(returnTo, link.pathname + link.search, '"Not you?" comes back to this page after sign-in');
+
+    const noCsrf = await post('/login/switch-account', { return_to: returnTo }, jar);
+    t.equal(noCsrf.statusCode, 403, 'without the CSRF token: refused');
+    t.equal((await inject({ method: 'GET', url: '/login/', cookies: jar })).statusCode, 200, 'still signed in');
+    const viaGet = await inject({ method: 'GET', url: '/login/switch-account', cookies: jar });
+    t.not(viaGet.statusCode, 303, 'no GET signs out');
+    t.equal((await inject({ method: 'GET', url: '/login/', cookies: jar })).statusCode, 200, 'still signed in');
+
+    const out = await post(
+      '/login/switch-account',
+      { csrf: hiddenField(page.body, 'csrf'), return_to: returnTo },
+      { ...jar, ...cookiesOf(page) },
+    );
+    t.equal(out.statusCode, 303);
+    t.equal(out.headers.location, `/login/sign-in?return_to=${encodeURIComponent(returnTo)}`);
+    t.equal((await inject({ method: 'GET', url: '/login/', cookies: jar })).statusCode, 303, 'signed out');
+    t.equal((await findUserByEmail(database.db, email))?.email_verified, false, 'the link was not used');
+
+    // The return path is strict: only a path under the login path; anything else leads to plain sign-in.
+    for (const evil of ['https://evil.example/x', '//evil.example/x', '/api/me', '/login/../api/me', '/loginx']) {
+      const again = await signedIn(email, 'notyou-password-1');
+      const home = await inject({ method: 'GET', url: '/login/', cookies: again.jar });
+      const res = await post(
+        '/login/switch-account',
+        { csrf: hiddenField(home.body, 'csrf'), return_to: evil },
+        { ...again.jar, ...cookiesOf(home) },
+      );
+      t.equal(res.headers.location, '/login/sign-in', `return_to=${evil} is ignored`);
+    }
+  },
+);
+
+t.test('the sign-in page comes back to a mailed link (return_to under the login path only)', async (t) => {
+  const back = '/login/verify-email/confirm?token=abc_DEF-123';
+  const page = await formPage(`/login/sign-in?return_to=${encodeURIComponent(back)}`);
+  t.equal(hiddenField(page.res.body, 'return_to'), back);
+  const res = await post(
+    '/login/sign-in',
+    { csrf: page.csrf, email: 'pat@example.com', password: 'pat-password-1', return_to: back },
+    page.jar,
+  );
+  t.equal(res.statusCode, 303);
+  t.equal(res.headers.location, back, 'signed in, back on the confirmation page');
+  for (const evil of ['https://evil.example/login/x', '//evil.example/login/x', '/elsewhere', '/login/../api/me']) {
+    const p = await formPage(`/login/sign-in?return_to=${encodeURIComponent(evil)}`);
+    t.throws(() => hiddenField(p.res.body, 'return_to'), `return_to=${evil} is not carried`);
+    const r = await post(
+      '/login/sign-in',
+      { csrf: p.csrf, email: 'pat@example.com', password: 'pat-password-1', return_to: evil },
+      p.jar,
+    );
+    t.equal(r.headers.location, '/login/', `return_to=${evil} is ignored`);
+  }
+});
 
 t.test('signing out revokes the session server-side', async (t) => {
   const { jar } = await signedIn();

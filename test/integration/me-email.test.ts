@@ -1,11 +1,13 @@
 // POST /api/me/email (issue 17): the e-mail address changes only once the link mailed to the NEW
-// address is opened; the old address then gets a notice. Only the latest request's link works; the
+// address is confirmed (issue 31: opening it changes nothing; its page's button POSTs, and only a session
+// of the account that asked may confirm); the old address then gets a notice. Only the latest request's link works; the
 // address taken meanwhile is 409 and the link keeps working once it is free again; links mailed before
 // the change die; requests are limited per account.
 import t from 'tap';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { meTestApp } from '../helpers/me.js';
 import { linkIn } from '../helpers/smtp.js';
+import { confirmMailedLink, cookiesOf, hiddenField } from '../helpers/flow.js';
 
 const { app, database, smtp, newUser, signIn, me, settle } = await meTestApp(t);
 const db = database.db;
@@ -74,7 +76,8 @@ t.test('the address changes only after the link mailed to the new address is ope
   });
   t.equal(signInOld.statusCode, 200, 'the old address still signs in');
 
-  const page = await app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search });
+  // Clicked in the browser of the account that asked: the page's button POSTs (issue 31).
+  const page = await confirmMailedLink(app, link, jar);
   t.equal(page.statusCode, 200);
   t.match(page.body, /E-mail address changed/);
   t.match(page.body, target);
@@ -93,6 +96,111 @@ t.test('the address changes only after the link mailed to the new address is ope
   t.ok(events.some((e) => e.type === 'user.email_changed'));
 });
 
+t.test('only a session of the account that asked confirms the change; opening the link changes nothing', async (t) => {
+  const user = await newUser();
+  const jar = await signIn(user.email);
+  const intruder = await newUser();
+  const intruderJar = await signIn(intruder.email);
+  const target = fresh('claimed');
+  t.equal((await me('POST', '/email', { jar, body: { newEmail: target, password: user.password } })).statusCode, 202);
+  const link = linkIn(await smtp.waitFor(target));
+  const path = new URL(link).pathname + new URL(link).search;
+  const unchanged = async (why: string) =>
+    t.match(await profile(jar), { email: user.email, pendingEmail: target }, `${why}: nothing changed, link live`);
+
+  // A mail scanner, or anyone holding the link, without a session: GET and HEAD change nothing.
+  for (const method of ['GET', 'HEAD'] as const) {
+    const res = await app.inject({ method, url: path });
+    t.equal(res.statusCode, 200, method);
+    await unchanged(`${method} without a session`);
+  }
+  const anonymous = await app.inject({ method: 'GET', url: path });
+  t.match(anonymous.body, '<h1>Sign in to the account that asked for this change</h1>');
+  t.match(anonymous.body, target, 'the page names the new address (the link was mailed to it)');
+  t.notMatch(anonymous.body, user.email, 'but not the account, to someone without its session');
+  t.notMatch(anonymous.body, 'action="/login/verify-email/confirm"', 'no confirmation button');
+  const signInHref = /href="([^"]*)" id="sign-in-to-confirm"/.exec(anonymous.body)?.[1]?.replaceAll('&amp;', '&');
+  t.equal(signInHref, `/login/sign-in?return_to=${encodeURIComponent(path)}`, 'a sign-in that comes back here');
+
+  // The form POST without a session, or with another account's: refused, nothing consumed.
+  // (The CSRF token of any hosted page will do: the holder of the link is a visitor like any other.)
+  const anyPage = await app.inject({ method: 'GET', url: '/login/sign-in' });
+  const csrf = hiddenField(anyPage.body, 'csrf');
+  const form = (cookies: Record<string, string>) =>
+    app.inject({
+      method: 'POST',
+      url: '/login/verify-email/confirm',
+      cookies: { ...cookiesOf(anyPage), ...cookies },
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ csrf, token: tokenOf(link) }).toString(),
+    });
+  const noSession = await form({});
+  t.equal(noSession.statusCode, 401);
+  t.match(noSession.body, 'Sign in to the account that asked for this change');
+  t.notMatch(noSession.body, user.email);
+  await unchanged('POST without a session');
+
+  const intruderPage = await app.inject({ method: 'GET', url: path, cookies: intruderJar });
+  t.equal(intruderPage.statusCode, 200);
+  t.match(intruderPage.body, 'did not ask for this change');
+  t.match(intruderPage.body, `Signed in as <strong>${intruder.email}</strong>`, 'names the session shown, "Not you?"');
+  t.notMatch(intruderPage.body, user.email);
+  t.notMatch(intruderPage.body, 'action="/login/verify-email/confirm"', 'no confirmation button');
+  const wrong = await form(intruderJar);
+  t.equal(wrong.statusCode, 403);
+  t.notMatch(wrong.body, user.email);
+  await unchanged("POST with another account's session");
+  t.equal((await profile(intruderJar)).email, intruder.email, 'and the other account keeps its address');
+
+  // The JSON twin: the same rule.
+  const json = (cookies: Record<string, string>) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/auth/verify-email',
+      cookies,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ token: tokenOf(link) }),
+    });
+  const jsonAnonymous = await json({});
+  t.equal(jsonAnonymous.statusCode, 401);
+  t.equal(jsonAnonymous.json().error, 'UNAUTHENTICATED');
+  const jsonWrong = await json(intruderJar);
+  t.equal(jsonWrong.statusCode, 403);
+  t.equal(jsonWrong.json().error, 'WRONG_ACCOUNT');
+  await unchanged('JSON without or with the wrong session');
+  t.notOk(
+    (await listAuditEvents(db, { userId: user.id })).some((e) => e.type === 'user.email_changed'),
+    'no change was audited',
+  );
+
+  // The asker follows the page's sign-in link, signs in on the hosted page and comes back to confirm.
+  const signInPage = await app.inject({ method: 'GET', url: signInHref! });
+  t.equal(hiddenField(signInPage.body, 'return_to'), path);
+  const signedIn = await app.inject({
+    method: 'POST',
+    url: '/login/sign-in',
+    cookies: cookiesOf(signInPage),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      csrf: hiddenField(signInPage.body, 'csrf'),
+      email: user.email,
+      password: user.password,
+      return_to: path,
+    }).toString(),
+  });
+  t.equal(signedIn.statusCode, 303);
+  t.equal(signedIn.headers.location, path, 'back on the confirmation page');
+  const askerJar = { ...cookiesOf(signInPage), ...cookiesOf(signedIn) };
+  const mine = await app.inject({ method: 'GET', url: path, cookies: askerJar });
+  t.match(mine.body, `<h1>Move your account to ${target}</h1>`, 'the page names the action');
+  t.match(mine.body, `id="account-email">${user.email}</strong>`, 'and the account that takes the address');
+  await unchanged('GET with the right session');
+  const done = await confirmMailedLink(app, path, askerJar);
+  t.equal(done.statusCode, 200);
+  t.match(done.body, /E-mail address changed/);
+  t.match(await profile(jar), { email: target, emailVerified: true, pendingEmail: null });
+});
+
 t.test('a second request kills the first link; the JSON confirmation says it was a change', async (t) => {
   const user = await newUser();
   const jar = await signIn(user.email);
@@ -104,10 +212,12 @@ t.test('a second request kills the first link; the JSON confirmation says it was
   const secondToken = tokenOf(linkIn(await smtp.waitFor(second)));
   t.equal((await profile(jar)).pendingEmail, second);
 
+  // The JSON twin of the page's POST, with the session of the account that asked (issue 31).
   const confirm = (token: string) =>
     app.inject({
       method: 'POST',
       url: '/api/auth/verify-email',
+      cookies: jar,
       headers: { 'content-type': 'application/json' },
       payload: JSON.stringify({ token }),
     });
@@ -137,17 +247,18 @@ t.test('the address taken in between: 409, the link still works once it is free 
   const taken = await app.inject({
     method: 'POST',
     url: '/api/auth/verify-email',
+    cookies: jar,
     headers: { 'content-type': 'application/json' },
     payload: JSON.stringify({ token: tokenOf(link) }),
   });
   t.equal(taken.statusCode, 409);
   t.equal(taken.json().error, 'EMAIL_TAKEN');
-  const takenPage = await app.inject({ method: 'GET', url: path });
+  const takenPage = await confirmMailedLink(app, path, jar);
   t.equal(takenPage.statusCode, 409, 'the page says so too');
   t.match(await profile(jar), { email: user.email, pendingEmail: target }, 'nothing changed, the link is not spent');
 
   await app.services.users.remove(squatter.id, { actor: 'test' });
-  const page = await app.inject({ method: 'GET', url: path });
+  const page = await confirmMailedLink(app, path, jar);
   t.equal(page.statusCode, 200);
   t.match(page.body, /E-mail address changed/);
   t.equal((await profile(jar)).email, target);
@@ -178,7 +289,7 @@ t.test('links mailed before the change die: verification, reset and older change
   const target = fresh('moved');
   t.equal((await me('POST', '/email', { jar, body: { newEmail: target, password: user.password } })).statusCode, 202);
   const link = linkIn(await smtp.waitFor(target));
-  t.equal((await app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search })).statusCode, 200);
+  t.equal((await confirmMailedLink(app, link, jar)).statusCode, 200);
 
   const verify = await app.inject({
     method: 'POST',

@@ -1,7 +1,10 @@
 // E-mail changes (issue 17). A request stores the new address with a single-use token and mails the
 // link to the NEW address (proof that the user holds it); nothing changes until the link is opened.
 // The link is the verification link (`${LOGIN_URL}/verify-email/confirm?token=`): accounts.verifyEmail
-// hands tokens it does not know to confirm(). Confirming, in one transaction: consumes the token, sets
+// hands tokens it does not know to confirm(). Opening the link (GET or HEAD, which a mail scanner does
+// too) changes nothing: inspect() reads the request and the page asks for a POST (issue 31). Only a
+// signed-in session of the account that asked may confirm (confirm() checks the user id; anyone else is
+// refused and the link stays usable). Confirming, in one transaction: consumes the token, sets
 // the address and email_verified, kills every other verification, reset and change link
 // (decisions.md: an e-mail change kills reset and verification tokens); then a notice goes to the OLD
 // address. The unique index on lower(email) decides a race for the address: the transaction rolls back,
@@ -11,6 +14,7 @@ import { appendAuditEvent } from '../../../db/repositories/audit.js';
 import {
   consumeEmailChangeToken,
   deleteUserEmailChangeTokens,
+  findLiveEmailChangeToken,
   replaceEmailChangeToken,
 } from '../../../db/repositories/email-changes.js';
 import { deleteUserEmailVerificationTokens } from '../../../db/repositories/email-verification.js';
@@ -35,6 +39,14 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
 
 /** Thrown inside the confirming transaction to roll the consumed token back. */
 class Unusable extends Error {}
+/** Thrown inside the confirming transaction: the session is not the account that asked (rolled back). */
+class NotTheAsker extends Error {}
+
+/** The link was opened without a session, or with another account's: refused, nothing consumed. */
+export const signInToConfirm = (signedIn: boolean) =>
+  signedIn
+    ? new AppError(403, 'WRONG_ACCOUNT', 'Only the account that asked for this change can confirm it')
+    : new AppError(401, 'UNAUTHENTICATED', 'Sign in to the account that asked for this change');
 
 export function createEmailChangeService(deps: { db: Db; config: Config; mailer: Mailer }) {
   const { db, config } = deps;
@@ -64,17 +76,33 @@ export function createEmailChangeService(deps: { db: Db; config: Config; mailer:
     },
 
     /**
-     * Applies the change of a live link: the user with the new address, or undefined for a link that is
-     * unknown, used, expired, superseded or requested from an address the user no longer has. 409
-     * EMAIL_TAKEN (the link stays usable) when another account has the address now.
+     * What a live link would do, read only (nothing consumed): the account that asked and both addresses;
+     * undefined for a link confirm() would not apply.
      */
-    async confirm(token: string): Promise<{ user: AccountUser; previousEmail: string } | undefined> {
+    async inspect(token: string): Promise<{ userId: string; email: string; previousEmail: string } | undefined> {
+      if (!TOKEN_SHAPE.test(token)) return undefined;
+      const row = await findLiveEmailChangeToken(db, hashToken(token));
+      return row && { userId: row.user_id, email: row.email, previousEmail: row.previous_email };
+    },
+
+    /**
+     * Applies the change of a live link for the signed-in user `userId`: the user with the new address, or
+     * undefined for a link that is unknown, used, expired, superseded or requested from an address the
+     * user no longer has. 401 UNAUTHENTICATED (no session) or 403 WRONG_ACCOUNT (another account's
+     * session) for a live link of someone else, which stays usable; 409 EMAIL_TAKEN (the link stays
+     * usable) when another account has the address now.
+     */
+    async confirm(
+      token: string,
+      userId: string | undefined,
+    ): Promise<{ user: AccountUser; previousEmail: string } | undefined> {
       if (!TOKEN_SHAPE.test(token)) return undefined;
       let done: { user: AccountUser; previousEmail: string };
       try {
         done = await db.transaction().execute(async (trx) => {
           const row = await consumeEmailChangeToken(trx, hashToken(token));
           if (!row) throw new Unusable();
+          if (row.user_id !== userId) throw new NotTheAsker();
           const user = await updateUserRow(trx, row.user_id, { email: row.email, email_verified: true });
           if (!user || user.disabled) throw new Unusable();
           // Links mailed before the change (to either address) must not act on the account any more.
@@ -91,6 +119,7 @@ export function createEmailChangeService(deps: { db: Db; config: Config; mailer:
         });
       } catch (error) {
         if (error instanceof Unusable) return undefined;
+        if (error instanceof NotTheAsker) throw signInToConfirm(userId !== undefined);
         if (isUniqueViolation(error)) throw emailTaken();
         throw error;
       }
