@@ -9,6 +9,7 @@ import Type from 'typebox';
 import { applicationProblems, StaticApplicationSchema, type ApplicationCreate } from './domain/application.js';
 import { UserCreateSchema, userProblems, type UserCreate } from './domain/user.js';
 import { AppError, type FieldProblem } from './errors.js';
+import { isCommonPassword } from './passwords.js';
 import { schemaProblems } from './validate.js';
 
 export interface SeedProblem {
@@ -155,6 +156,12 @@ function checkUsers(list: unknown[], env: Record<string, string | undefined>, pr
             entry,
             field: 'passwordEnv',
             message: `the value of ${passwordEnv} must be 8 to 128 characters long (it has ${password.length})`,
+          });
+        } else if (isCommonPassword(password)) {
+          problems.push({
+            entry,
+            field: 'passwordEnv',
+            message: `the value of ${passwordEnv} is one of the most common passwords; choose another`,
           });
         } else {
           input.password = password;

@@ -57,6 +57,7 @@ export function registerSecurityPages(context: AccountContext) {
           INVALID_PASSWORD: 'current_password',
           PASSWORD_TOO_SHORT: 'new_password',
           PASSWORD_TOO_LONG: 'new_password',
+          PASSWORD_TOO_COMMON: 'new_password',
         },
         fields: { currentPassword: 'current_password', newPassword: 'new_password' },
       });

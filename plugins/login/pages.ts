@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../../src/config.js';
 import { hostedPageErrors } from '../infra/error-handlers.js';
 import { sendStylesheet } from '../pages/kit.js';
-import { createLoginContext, Form } from './page-context.js';
+import { createLoginContext, first, Form } from './page-context.js';
 import { registerRecoveryPages } from './recovery-pages.js';
 import { registerSignInPages } from './sign-in-pages.js';
 import { registerVerificationPages } from './verification-pages.js';
@@ -63,6 +63,15 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   app.post('/sign-out', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
     await app.signOut(request, reply);
+    // "Not you?" on the consent page (ASVS 7.4.4): signed out, back to sign-in on the same pending request,
+    // when it still belongs to this browser; otherwise the plain signed-out page.
+    const requestId = first(request.body.request);
+    if (requestId && (await app.services.authorization.pendingRequest(requestId, app.browserBinding(request)))) {
+      return reply
+        .code(303)
+        .header('location', `${loginPath}/sign-in?request=${encodeURIComponent(requestId)}`)
+        .send();
+    }
     return page(reply, views.signedOutPage({ loginPath, message: 'You are signed out.' }));
   });
 };

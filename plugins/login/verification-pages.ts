@@ -11,6 +11,16 @@ import { first, Form, type LoginContext, RequestQuery } from './page-context.js'
 import * as views from './views.js';
 import { verificationContext } from '../../src/services/authorization.js';
 
+/** Where the consent's answer goes: the redirect_uri's host, or its scheme for a native app's private-use one. */
+function redirectHost(redirectUri: string): string {
+  try {
+    const url = new URL(redirectUri);
+    return url.host || url.protocol;
+  } catch {
+    return redirectUri;
+  }
+}
+
 export function registerVerificationPages({
   app,
   config,
@@ -238,6 +248,8 @@ export function registerVerificationPages({
           scopes: found.request.params.scope,
           userEmail: ctx.user.email,
           app: found.app,
+          redirectHost: redirectHost(found.request.params.redirect_uri),
+          offline: { idle: config.ttl.refreshToken, absolute: config.ttl.refreshTokenAbsolute },
         }),
       );
     },

@@ -159,6 +159,21 @@ ${o.notYou ? notYouForm({ loginPath: o.loginPath, csrf: o.csrf, email: o.email, 
   });
 }
 
+/** A lifetime in words: whole days, else whole hours, else minutes (the consent page's offline access). */
+function duration(seconds: number): string {
+  const [count, unit] =
+    seconds % 86400 === 0
+      ? [seconds / 86400, 'day']
+      : seconds % 3600 === 0
+        ? [seconds / 3600, 'hour']
+        : [Math.max(1, Math.round(seconds / 60)), 'minute'];
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The consent page (ASVS 7.4.4, 10.7.2): what the application asks for, how long offline access lasts, the
+ * host the answer goes to, and the signed-in account with a "Not you?" sign-out that keeps the request.
+ */
 export function consentPage(o: {
   loginPath: string;
   csrf: string;
@@ -166,8 +181,18 @@ export function consentPage(o: {
   scopes: string[];
   userEmail: string;
   app: AppBrand;
+  /** The host of the request's redirect_uri (for a private-use scheme, the scheme). */
+  redirectHost: string;
+  /** REFRESH_TOKEN_TTL and REFRESH_TOKEN_ABSOLUTE_TTL in seconds, when offline_access is asked for. */
+  offline?: { idle: number; absolute: number } | undefined;
 }): string {
   const items = SCOPES.filter((s) => o.scopes.includes(s.name));
+  const offline =
+    o.offline && o.scopes.includes('offline_access')
+      ? html`<p id="offline-duration">Access while you are away lasts until you revoke it under \
+<a href="${o.loginPath}/account/applications">your applications</a>, at most ${duration(o.offline.absolute)}; \
+it ends sooner when ${o.app.clientName} does not use it for ${duration(o.offline.idle)}.</p>`
+      : '';
   return layout({
     title: 'Allow access',
     loginPath: o.loginPath,
@@ -175,7 +200,13 @@ export function consentPage(o: {
     brand: 'logo',
     body: html`<h1>${o.app.clientName} wants to</h1>
 <ul class="scopes">${items.map((s) => html`<li><strong>${s.label}</strong>: ${s.consentDescription}</li>`)}</ul>
-<p class="muted">Signed in as ${o.userEmail}.</p>
+${offline}
+<p id="redirect-host">After you answer, you go to <strong>${o.redirectHost}</strong>.</p>
+<p class="muted" id="signed-in-as">Signed in as <strong>${o.userEmail}</strong>.</p>
+<form method="post" action="${o.loginPath}/sign-out">
+${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
+<button type="submit" class="secondary" aria-describedby="signed-in-as">Not you? Sign out</button>
+</form>
 <form method="post" action="${o.loginPath}/consent">
 ${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}
 <div class="buttons">

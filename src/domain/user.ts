@@ -5,6 +5,7 @@ import Type, { type Static } from 'typebox';
 import type { FieldProblem } from '../errors.js';
 import type { ClaimSource } from '../oauth/claims.js';
 import { webUrlProblem } from '../oauth/redirect-uri.js';
+import { isCommonPassword, PASSWORD_TOO_COMMON_MESSAGE } from '../passwords.js';
 import { Nullable, Text } from './fields.js';
 
 /** admin: may use the admin web (ADMIN_URL); user: everyone else. */
@@ -68,6 +69,10 @@ export type UserUpdate = Static<typeof UserUpdateSchema>;
 /** Rules beyond the shape, shared by create and update. */
 export function userProblems(input: Partial<UserCreate>): FieldProblem[] {
   const problems: FieldProblem[] = [];
+  // Operators are refused a common password too (admin API, admin web, CLI, seed): the account's owner
+  // would sign in with it, and an attacker tries it first.
+  if (input.password && isCommonPassword(input.password))
+    problems.push({ field: 'password', message: PASSWORD_TOO_COMMON_MESSAGE });
   if (input.picture) {
     const problem = webUrlProblem(input.picture);
     if (problem) problems.push({ field: 'picture', message: problem });

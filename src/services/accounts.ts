@@ -17,7 +17,7 @@ import type { Mailer } from '../mail/mailer.js';
 import type { MetricEvents } from '../metrics.js';
 import { verificationMail } from '../mail/templates.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, needsRehash, passwordLengthProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
+import { hashPassword, needsRehash, newPasswordProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import { toAccountUser } from './rows.js';
 import type { SessionService } from './sessions.js';
@@ -87,7 +87,7 @@ export function createAccountService(deps: {
       const email = input.email.trim();
       if (!EMAIL.test(email) || email.length > 254)
         problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
-      const passwordProblem = passwordLengthProblem(input.password);
+      const passwordProblem = newPasswordProblem(input.password);
       if (passwordProblem) problems.push({ field: 'password', message: passwordProblem.message });
       const name = input.name?.trim();
       if (name && name.length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });

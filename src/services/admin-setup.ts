@@ -16,7 +16,7 @@ import { insertUser } from '../../db/repositories/users.js';
 import type { Config } from '../config.js';
 import { AppError, type FieldProblem } from '../errors.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, passwordLengthProblem } from '../passwords.js';
+import { hashPassword, newPasswordProblem } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { RequestMeta } from './accounts.js';
 import { toAccountUser } from './rows.js';
@@ -53,7 +53,7 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
       const email = input.email.trim();
       if (!EMAIL.test(email) || email.length > 254)
         problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
-      const passwordProblem = passwordLengthProblem(input.password);
+      const passwordProblem = newPasswordProblem(input.password);
       if (passwordProblem) problems.push({ field: 'password', message: passwordProblem.message });
       if (input.name.trim().length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);

@@ -18,7 +18,7 @@ import type { Mailer, MailMessage } from '../mail/mailer.js';
 import { passwordChangedMail, passwordResetMail } from '../mail/templates.js';
 import { originOf } from '../oauth/redirect-uri.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, passwordLengthProblem } from '../passwords.js';
+import { hashPassword, newPasswordProblem } from '../passwords.js';
 import type { RequestMeta } from './accounts.js';
 import { revokeUserAccess } from './revocation.js';
 import type { ServiceLog } from './log.js';
@@ -152,7 +152,7 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
     },
 
     async resetPassword(input: { token: string; newPassword: string }, meta: RequestMeta): Promise<void> {
-      const problem = passwordLengthProblem(input.newPassword);
+      const problem = newPasswordProblem(input.newPassword);
       if (problem)
         throw new AppError(400, problem.code, problem.message, [{ field: 'newPassword', message: problem.message }]);
       if (!TOKEN_SHAPE.test(input.token)) throw invalidResetToken();

@@ -156,6 +156,13 @@ t.test('a bad seed file: every problem with file, entry and field; nothing writt
   exits(t, p, 1);
   t.match(p.stderr, /users\[0\] \(email "a@example\.com"\): passwordEnv: the value of SHORT must be 8 to 128/);
   t.notMatch(p.stderr, /: short\b/);
+  const common = await cli.run(['seed', wrongPassword], { env: { SHORT: 'Password123' } });
+  exits(t, common, 1);
+  t.match(
+    common.stderr,
+    /users\[0\] \(email "a@example\.com"\): passwordEnv: the value of SHORT is one of the most common passwords/,
+  );
+  t.notMatch(common.stderr, /Password123/);
 
   const statics = writeSeed(cli, 'static.json', [{ ...SEED.applications[0], clientId: 'static-app' }]);
   const clash = writeSeed(cli, 'clash.json', { applications: [{ ...SEED.applications[0], clientId: 'static-app' }] });

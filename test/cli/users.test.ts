@@ -61,6 +61,16 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
     t.equal(r.stderr.trim(), 'idp: --email: must be an e-mail address such as alice@example.com');
   });
 
+  await t.test('create with a common password: refused, naming --password, nothing created', async (t) => {
+    const r = await cli.run(['users', 'create', '--email', 'common@example.com', '--password-stdin'], {
+      input: 'Password123\n',
+    });
+    exits(t, r, 1);
+    t.match(r.stderr, /password.*one of the most common ones/);
+    t.notMatch(r.stderr, /Password123/, 'the password is not echoed');
+    exits(t, await cli.run(['users', 'show', 'common@example.com']), 1, 'no such user');
+  });
+
   await t.test('show by e-mail address (any case)', async (t) => {
     const r = await cli.run(['users', 'show', 'ALICE@example.com']);
     exits(t, r, 0);

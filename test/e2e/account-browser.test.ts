@@ -152,6 +152,12 @@ t.test(
     await page.goto(second.url.toString());
     await page.getByRole('heading', { name: 'Photo App wants to' }).waitFor();
     t.match(page.url(), /\/login\/consent\?request=/, 'consent is asked again');
+    t.same(await axeViolations(page), [], 'the consent page passes axe-core (with "Not you?" and the redirect host)');
+    t.equal(
+      await page.getByRole('button', { name: 'Not you? Sign out' }).count(),
+      1,
+      'the consent page offers "Not you?"',
+    );
 
     // 6. The profile: a new name, saved and shown (Post/Redirect/Get).
     await page.goto(`${ctx.baseUrl}/login/account`);

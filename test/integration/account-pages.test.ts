@@ -347,7 +347,7 @@ t.test('e-mail change: errors next to the fields, then a link to the new address
 });
 
 t.test(
-  'password change: a mismatch, a wrong or short password are form errors; success signs out the others',
+  'password change: a mismatch, a wrong, short or common password are form errors; success signs out the others',
   async (t) => {
     await user('sam@example.com', 'Sam');
     const browser = await signIn('sam@example.com');
@@ -380,6 +380,10 @@ t.test(
     const short = await post('/login/account/password', form(PASSWORD, 'short', 'short'), browser.jar);
     t.equal(short.statusCode, 400);
     assertInvalid(t, short.body, 'password-new_password', 'password-new_password-hint password-new_password-error');
+    const common = await post('/login/account/password', form(PASSWORD, 'Password123', 'Password123'), browser.jar);
+    t.equal(common.statusCode, 400, 'a common password is refused');
+    assertInvalid(t, common.body, 'password-new_password', 'password-new_password-hint password-new_password-error');
+    t.match(common.body, /id="password-new_password-error">This password is one of the most common ones/);
     t.equal((await get('/login/account', other.jar)).statusCode, 200, 'refusals changed nothing');
 
     const ok = await post(

@@ -8,6 +8,9 @@ import { hashToken } from '../../src/oauth/tokens.js';
 import { obtainCode, obtainTokens, tokenRequest } from '../helpers/flow.js';
 import { linkIn, startSmtp } from '../helpers/smtp.js';
 
+const PASSWORD_TOO_COMMON_MESSAGE =
+  'This password is one of the most common ones, which attackers try first; choose another';
+
 // One app (and one database) for the whole file; every subtest makes the users it needs under its own e-mails.
 const { app, database, logs } = await buildTestApp(t);
 
@@ -275,6 +278,11 @@ t.test('invalid user input is 400 VALIDATION_ERROR naming the field', async (t) 
       details: [{ field: 'password', message: 'must not have more than 128 characters' }],
     },
     {
+      name: 'a common password (operators are refused one too)',
+      payload: { email: 'common@example.com', password: ' Password123 ' },
+      details: [{ field: 'password', message: PASSWORD_TOO_COMMON_MESSAGE }],
+    },
+    {
       name: 'a null password',
       payload: { email: 'nullpw@example.com', password: null },
       details: [{ field: 'password', message: 'must be string' }],
@@ -456,6 +464,22 @@ t.test('updating users', async (t) => {
       details: [{ field: 'password', message: 'must not have fewer than 8 characters' }],
     });
     t.ok(await verifyPassword((await storedHash(created.id))!, 'kept-password'));
+  });
+
+  t.test('a common password on PATCH is 400 and keeps the old one; a good one is set', async (t) => {
+    const created = await createUser({ password: 'kept-password' });
+    const res = await admin({ method: 'PATCH', url: `${BASE}/${created.id}`, payload: { password: 'iloveyou' } });
+    t.equal(res.statusCode, 400);
+    t.same(res.json(), {
+      error: 'VALIDATION_ERROR',
+      message: `password: ${PASSWORD_TOO_COMMON_MESSAGE}`,
+      details: [{ field: 'password', message: PASSWORD_TOO_COMMON_MESSAGE }],
+    });
+    t.ok(await verifyPassword((await storedHash(created.id))!, 'kept-password'));
+    const good = 'iloveyou, said the operator';
+    const ok = await admin({ method: 'PATCH', url: `${BASE}/${created.id}`, payload: { password: good } });
+    t.equal(ok.statusCode, 200, 'a password that merely contains a common one is fine');
+    t.ok(await verifyPassword((await storedHash(created.id))!, good));
   });
 
   t.test('verifying the e-mail address', async (t) => {

@@ -196,6 +196,15 @@ t.test('setup link: form errors, success, single use, other links die, no link o
   t.equal(fieldError(res.body, 'password'), 'Use at least 8 characters');
   t.notMatch(res.body, /value="short"/, 'the password is not echoed');
 
+  res = await submit({
+    name: 'Ada',
+    email: 'ada@example.com',
+    password: 'Password123',
+    confirmPassword: 'Password123',
+  });
+  t.equal(res.statusCode, 400, 'common password');
+  t.match(fieldError(res.body, 'password'), /^This password is one of the most common ones/);
+
   res = await submit({ name: 'Ada', email: 'ada@example.com', password, confirmPassword: `${password}!` });
   t.equal(res.statusCode, 400, 'mismatching confirmation');
   t.equal(fieldError(res.body, 'confirmPassword'), 'The two passwords are not the same');

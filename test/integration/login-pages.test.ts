@@ -9,6 +9,7 @@ import { findUserByEmail } from '../../db/repositories/users.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { cookiesOf, confirmMailedLink, hiddenField, formPage as formPageOf } from '../helpers/flow.js';
+import { BrowserClient } from '../helpers/browser-client.js';
 
 const smtp = await startSmtp();
 t.teardown(() => smtp.close());
@@ -185,6 +186,30 @@ t.test('sign-up validates next to each field and refuses a taken e-mail', async 
   );
   t.equal(taken.statusCode, 409);
   t.match(taken.body, /exists already/);
+});
+
+t.test('sign-up refuses a common password next to the password field, and creates nothing', async (t) => {
+  const page = await formPage('/login/sign-up');
+  const refused = await post(
+    '/login/sign-up',
+    { csrf: page.csrf, name: 'Common', email: 'common-page@example.com', password: ' Password123 ' },
+    page.jar,
+  );
+  t.equal(refused.statusCode, 400);
+  t.match(refused.body, /id="field-password"[^>]*aria-invalid="true" aria-describedby="field-password-error"/);
+  t.match(refused.body, /id="field-password-error">This password is one of the most common ones/);
+  t.notMatch(refused.body, /Password123/, 'the password does not come back');
+  const json = await inject({
+    method: 'POST',
+    url: '/api/auth/sign-up',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ email: 'common-json@example.com', password: 'iloveyou' }),
+  });
+  t.equal(json.statusCode, 400);
+  t.equal(json.json().error, 'VALIDATION_ERROR');
+  t.match(json.json().details, [{ field: 'password', message: /most common/ }]);
+  for (const email of ['common-page@example.com', 'common-json@example.com'])
+    t.notOk(await findUserByEmail(database.db, email), `no account for ${email}`);
 });
 
 t.test(
@@ -415,6 +440,72 @@ t.test('signing out revokes the session server-side', async (t) => {
   t.equal(stolen.statusCode, 303, 'the old cookie value no longer signs anyone in');
   t.equal(stolen.headers.location, '/login/sign-in');
 });
+
+t.test(
+  'the consent page names the account, the redirect host and how long offline access lasts; "Not you?" ' +
+    'signs out and goes back to sign-in on the same request',
+  async (t) => {
+    await app.services.users.create(
+      { email: 'quinn@example.com', password: 'quinn-password-1', emailVerified: true },
+      actor,
+    );
+    /** Signs in on the request and follows to the consent page. */
+    async function consentAs(requestId: string, email: string, password: string, jar: Record<string, string> = {}) {
+      const page = await formPage(`/login/sign-in?request=${requestId}`, jar);
+      const res = await post('/login/sign-in', { csrf: page.csrf, request: requestId, email, password }, page.jar);
+      t.equal(res.statusCode, 303, `${email} signs in`);
+      const signedInJar = { ...page.jar, ...cookiesOf(res) };
+      const next = new URL(res.headers.location as string, 'http://localhost:3000');
+      const cont = await inject({ method: 'GET', url: next.pathname + next.search, cookies: signedInJar });
+      t.match(cont.headers.location, new RegExp(`/login/consent\\?request=${requestId}$`), 'the consent step');
+      const consent = await inject({ method: 'GET', url: `/login/consent?request=${requestId}`, cookies: signedInJar });
+      t.equal(consent.statusCode, 200);
+      return { consent, jar: { ...signedInJar, ...cookiesOf(consent) } };
+    }
+
+    const requestId = await startAuthorization(app, { scope: 'openid email offline_access' });
+    const { consent, jar } = await consentAs(requestId, 'pat@example.com', 'pat-password-1');
+    t.match(consent.body, /Signed in as <strong>pat@example.com<\/strong>/, 'the account');
+    t.match(consent.body, /After you answer, you go to <strong>app.example.com<\/strong>/, 'the redirect host');
+    t.match(
+      consent.body,
+      new RegExp(
+        'id="offline-duration">Access while you are away lasts until you revoke it under ' +
+          '<a href="/login/account/applications">your applications</a>, at most 90 days; ' +
+          'it ends sooner when .* does not use it for 30 days\\.',
+      ),
+      'the offline lifetime and its cap (REFRESH_TOKEN_TTL, REFRESH_TOKEN_ABSOLUTE_TTL)',
+    );
+    const notYou = BrowserClient.hiddenFields(consent.body, '/login/sign-out');
+    t.same(Object.keys(notYou).sort(), ['csrf', 'request']);
+    t.equal(notYou.request, requestId);
+    t.match(consent.body, /<button type="submit" class="secondary" aria-describedby="signed-in-as">Not you\? Sign out/);
+
+    const forged = await post('/login/sign-out', { request: requestId }, jar);
+    t.equal(forged.statusCode, 403, 'without the CSRF token nobody is signed out');
+    t.equal((await inject({ method: 'GET', url: '/login/', cookies: jar })).statusCode, 200, 'still signed in');
+
+    const out = await post('/login/sign-out', notYou, jar);
+    t.equal(out.statusCode, 303);
+    t.equal(out.headers.location, `/login/sign-in?request=${requestId}`, 'back to sign-in with the same request');
+    const after = { ...jar, ...cookiesOf(out) };
+    t.equal((await inject({ method: 'GET', url: '/login/', cookies: jar })).statusCode, 303, 'the session ended');
+
+    // Someone else signs in on the same request and sees their own account on the consent page.
+    const other = await consentAs(requestId, 'quinn@example.com', 'quinn-password-1', after);
+    t.match(other.consent.body, /Signed in as <strong>quinn@example.com<\/strong>/);
+    t.notMatch(other.consent.body, /pat@example.com/);
+
+    // Without offline_access, no lifetime; a request of another browser: signed out, no way back into it.
+    const plain = await startAuthorization(app);
+    const second = await consentAs(plain, 'pat@example.com', 'pat-password-1');
+    t.notMatch(second.consent.body, /offline-duration/);
+    const fields = BrowserClient.hiddenFields(second.consent.body, '/login/sign-out');
+    const elsewhere = await post('/login/sign-out', fields, { ...second.jar, 'idp.authz': generateToken() });
+    t.equal(elsewhere.statusCode, 200, 'the plain signed-out page');
+    t.match(elsewhere.body, /You are signed out/);
+  },
+);
 
 t.test('a password hash with old parameters is replaced on sign-in', async (t) => {
   const weak = await hash('old-params-password', { memoryCost: 4096, timeCost: 1, parallelism: 1 });

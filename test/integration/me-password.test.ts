@@ -26,13 +26,15 @@ const jsonSignIn = (email: string, password: string) =>
     payload: JSON.stringify({ email, password }),
   });
 
-t.test('bad input: wrong current password, too short, too long, malformed; nothing changes', async (t) => {
+t.test('bad input: wrong current password, too short, too long, too common, malformed; nothing changes', async (t) => {
   const user = await newUser();
   const jar = await signIn(user.email);
   const cases: Array<[unknown, string, string | undefined]> = [
     [{ currentPassword: 'wrong password', newPassword: NEW_PASSWORD }, 'INVALID_PASSWORD', 'currentPassword'],
     [{ currentPassword: user.password, newPassword: 'short' }, 'PASSWORD_TOO_SHORT', 'newPassword'],
     [{ currentPassword: user.password, newPassword: 'x'.repeat(129) }, 'PASSWORD_TOO_LONG', 'newPassword'],
+    [{ currentPassword: user.password, newPassword: 'password123' }, 'PASSWORD_TOO_COMMON', 'newPassword'],
+    [{ currentPassword: user.password, newPassword: ' Qwerty123 ' }, 'PASSWORD_TOO_COMMON', 'newPassword'],
     [{ currentPassword: user.password }, 'VALIDATION_ERROR', undefined],
     [{ currentPassword: user.password, newPassword: NEW_PASSWORD, x: 1 }, 'VALIDATION_ERROR', undefined],
   ];

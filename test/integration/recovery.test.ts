@@ -826,6 +826,36 @@ t.test('password length rules', async (t) => {
   t.equal((await signIn(user.email, 'z'.repeat(8))).statusCode, 200);
 });
 
+t.test('common passwords are refused (PASSWORD_TOO_COMMON), by JSON and on the hosted page', async (t) => {
+  const user = await newUser();
+  const { token } = await requestToken(user.email);
+  // The list's convention: lower case; the check trims and ignores case.
+  for (const common of ['password123', '  Password123 ', 'ILOVEYOU', 'qwertyuiop']) {
+    const res = await resetPassword(token, common);
+    t.equal(res.statusCode, 400, JSON.stringify(common));
+    t.equal(res.json().error, 'PASSWORD_TOO_COMMON');
+    t.match(res.json().message, /most common/);
+    t.same(res.json().details, [{ field: 'newPassword', message: res.json().message }]);
+  }
+  t.equal((await signIn(user.email, 'password123')).statusCode, 401, 'the common password was not set');
+
+  // The hosted page: the message next to the new password field, the link still usable.
+  const reset = await formPage(`/login/reset-password?token=${encodeURIComponent(token)}`);
+  t.equal(reset.res.statusCode, 200);
+  const refused = await postForm(
+    '/login/reset-password',
+    { csrf: reset.csrf, token, newPassword: 'sunshine', confirmPassword: 'sunshine' },
+    reset.jar,
+  );
+  t.equal(refused.statusCode, 400);
+  t.match(refused.body, /id="field-newPassword"[^>]*aria-invalid="true" aria-describedby="field-newPassword-error"/);
+  t.match(refused.body, /id="field-newPassword-error">This password is one of the most common ones/);
+  t.equal((await signIn(user.email, user.password)).statusCode, 200, 'nothing changed');
+
+  t.equal((await resetPassword(token, 'sunshine on a quiet harbour')).statusCode, 200, 'a good password is fine');
+  t.equal((await signIn(user.email, 'sunshine on a quiet harbour')).statusCode, 200);
+});
+
 t.test('hosted pages: forgot password → mail → reset page → new password', async (t) => {
   const signInPage = await app.inject({ method: 'GET', url: '/login/sign-in' });
   t.match(

@@ -21,7 +21,7 @@ import {
 import { findUserByEmail, lockUserById, updateUserRow } from '../../../db/repositories/users.js';
 import { AppError, validationError } from '../../errors.js';
 import { generateToken, hashToken } from '../../oauth/tokens.js';
-import { hashPassword, passwordLengthProblem } from '../../passwords.js';
+import { hashPassword, newPasswordProblem } from '../../passwords.js';
 import { EMAIL } from '../accounts.js';
 import { auditPseudonym } from '../audit.js';
 import { passwordChangedNotice } from '../recovery.js';
@@ -82,7 +82,7 @@ export function createAccountMethods(
     meta: RequestMeta,
   ): Promise<{ sessionToken: string; sessionExpiresAt: Date }> {
     const newPassword = String(input.newPassword ?? '');
-    const problem = passwordLengthProblem(newPassword);
+    const problem = newPasswordProblem(newPassword);
     if (problem)
       throw new AppError(400, problem.code, problem.message, [{ field: 'newPassword', message: problem.message }]);
     const before = await confirmPassword(deps, userId, String(input.currentPassword ?? ''), {
