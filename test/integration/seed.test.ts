@@ -77,8 +77,10 @@ t.test('a self-registered account named in the seed file', async (t) => {
       seedIt(file, { dryRun }),
       {
         code: 'SEED_INVALID',
-        message:
-          /^seed\.json: users\[0\] \(email "Owner@example\.com"\): an account with the address owner@example\.com exists and was not created by the seed .*"replace": true/,
+        message: new RegExp(
+          '^seed\\.json: users\\[0\\] \\(email "Owner@example\\.com"\\): an account with the address ' +
+            'owner@example\\.com exists and was not created by the seed .*"replace": true',
+        ),
       },
       `the seed stops and names the address${dryRun ? ' (dry run too)' : ''}`,
     );
@@ -130,7 +132,7 @@ t.test('a self-registered account named in the seed file', async (t) => {
     .executeTakeFirst();
   t.equal(event?.user_id, self.id, 'audited');
   t.equal(event?.actor, 'seed');
-  t.same((event?.detail as { fields: string[] }).fields.sort(), ['email', 'password', 'permissions', 'role'].sort());
+  t.same((event!.detail as { fields: string[] }).fields.sort(), ['email', 'password', 'permissions', 'role'].sort());
   t.ok((await auditTypes()).includes('session.revoked'), 'the session revocation is audited');
   t.equal((await signIn(email, SEED_PASSWORD)).statusCode, 200, 'the file’s password signs in');
 
@@ -198,8 +200,10 @@ t.test('an application made through the admin API named in the seed file', async
     });
   const entry = { clientId: 'shop', clientName: 'Shop (CI)', redirectUris: ['http://localhost:8080/callback'] };
   await t.rejects(seedIt({ applications: [entry] }), {
-    message:
-      /^seed\.json: applications\[0\] \(clientId "shop"\): the application shop exists and was not created by the seed .*"replace": true/,
+    message: new RegExp(
+      '^seed\\.json: applications\\[0\\] \\(clientId "shop"\\): the application shop exists and was not ' +
+        'created by the seed .*"replace": true',
+    ),
   });
   const kept = await app.services.applications.get('shop');
   t.same(kept.redirectUris, ['https://shop.example.com/cb'], 'the redirect URIs are the operator’s');
