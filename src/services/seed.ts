@@ -190,9 +190,9 @@ export async function applySeed(
       if (row.created_by !== 'seed') {
         // "replace": true (checked above).
         const wanted: UserCreate = { ...USER_DEFAULTS, ...input };
-        const compared = [...Object.keys(USER_DEFAULTS), ...given].filter((k) => k !== 'password') as Array<
-          keyof UserCreate
-        >;
+        const compared = [...Object.keys(USER_DEFAULTS), 'emailVerified', ...given].filter(
+          (k) => k !== 'password',
+        ) as Array<keyof UserCreate>;
         const fields: string[] = [
           ...new Set(changedFields<UserCreate>(current as unknown as UserCreate, wanted, compared)),
         ];

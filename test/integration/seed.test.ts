@@ -5,9 +5,11 @@
 // consent of the account ended, audited); afterwards the row is the seed's and re-running is quiet. The client
 // id "demo" is refused in a seed file (item 7(e)).
 import t from 'tap';
+import { migrateToLatest, migrateUpTo } from '../../db/migrate.js';
 import { parseSeed } from '../../src/seed.js';
 import { applySeed, type SeedOutcome } from '../../src/services/seed.js';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
+import { createTestDatabase } from '../helpers/db.js';
 import { cookiesOf, obtainTokens, tokenRequest, userinfo } from '../helpers/flow.js';
 
 t.setTimeout(300_000);
@@ -239,5 +241,68 @@ t.test('the client id "demo" is reserved in a seed file', async (t) => {
         ENV,
       ),
     { message: /applications\[0\] \(clientId "demo"\): clientId: "demo" is reserved for the built-in demo/ },
+  );
+});
+
+t.test('rows from before 0015-created-by: the seed’s and the demo’s are known by the audit trail', async (t) => {
+  const database = await createTestDatabase({ migrated: false });
+  t.teardown(() => database.dispose());
+  const { db } = database;
+  await migrateUpTo(db, '0012-sealed-codes');
+  const user = (id: string, email: string) => ({ id, email, password_hash: null, permissions: '[]' });
+  await db
+    .insertInto('users')
+    .values([user('u-seed', 'ci@example.com'), user('u-self', 'self@example.com')])
+    .execute();
+  const app = (clientId: string, description: string | null = null) => ({
+    client_id: clientId,
+    name: clientId,
+    description,
+    logo_url: null,
+    redirect_uris: JSON.stringify(['http://localhost:8080/callback']),
+    allowed_web_origins: '[]',
+    post_verification_redirect_path: null,
+    allowed_scopes: JSON.stringify(['openid']),
+  });
+  await db
+    .insertInto('applications')
+    .values([app('ci-app'), app('shop'), app('demo'), app('recreated')])
+    .execute();
+  const event = (type: string, actor: string, target: { userId?: string; clientId?: string }, minutesAgo = 10) => ({
+    type,
+    actor,
+    user_id: target.userId ?? null,
+    client_id: target.clientId ?? null,
+    ip: null,
+    detail: '{}',
+    created_at: new Date(Date.now() - minutesAgo * 60_000),
+  });
+  await db
+    .insertInto('audit_events')
+    .values([
+      event('user.created', 'seed', { userId: 'u-seed' }),
+      event('user.signed_up', 'u-self', { userId: 'u-self' }),
+      event('application.created', 'seed', { clientId: 'ci-app' }),
+      event('application.created', 'admin-api', { clientId: 'shop' }),
+      event('application.created', 'demo', { clientId: 'demo' }),
+      // The seed made it once; it was deleted and an operator made one with the same id since.
+      event('application.created', 'seed', { clientId: 'recreated' }, 30),
+      event('application.created', 'admin-api', { clientId: 'recreated' }, 5),
+    ])
+    .execute();
+  await migrateToLatest(db);
+  t.same(await db.selectFrom('users').select(['id', 'created_by']).orderBy('id').execute(), [
+    { id: 'u-seed', created_by: 'seed' },
+    { id: 'u-self', created_by: null },
+  ]);
+  t.same(
+    await db.selectFrom('applications').select(['client_id', 'created_by']).orderBy('client_id').execute(),
+    [
+      { client_id: 'ci-app', created_by: 'seed' },
+      { client_id: 'demo', created_by: 'demo' },
+      { client_id: 'recreated', created_by: null },
+      { client_id: 'shop', created_by: null },
+    ],
+    'the latest creation counts',
   );
 });
