@@ -97,10 +97,9 @@ const USER_DEFAULTS = {
   role: 'user',
 } satisfies Partial<UserCreate>;
 
-const takeoverMessage = (what: string) =>
-  `${what} exists and was not created by the seed (it signed up, or an operator made it): the seed does not ` +
-  "take it over. To make it this entry (the file's fields and password; every session and token of it " +
-  'revoked), add "replace": true to the entry; otherwise remove the entry or change its address.';
+const takeoverMessage = (what: string, origin: string, then: string, key: string) =>
+  `${what} exists and was not created by the seed (${origin}): the seed does not take it over. To make it ` +
+  `this entry (${then}), add "replace": true to the entry; otherwise remove the entry or change its ${key}.`;
 
 export async function applySeed(
   deps: { db: Db; staticApplications: StaticApplications },
@@ -134,13 +133,31 @@ export async function applySeed(
       const owner = await apps.createdBy(input.clientId);
       appOwners.set(input.clientId, owner);
       if (owner !== undefined && owner !== 'seed' && !replace) {
-        foreign.push({ entry, field: '', message: takeoverMessage(`the application ${input.clientId}`) });
+        foreign.push({
+          entry,
+          field: '',
+          message: takeoverMessage(
+            `the application ${input.clientId}`,
+            'an operator made it',
+            "the file's fields",
+            'client id',
+          ),
+        });
       }
     }
     for (const { entry, input, replace } of plan.users) {
       const row = await findUserByEmail(trx, input.email);
       if (row && row.created_by !== 'seed' && !replace) {
-        foreign.push({ entry, field: '', message: takeoverMessage(`an account with the address ${row.email}`) });
+        foreign.push({
+          entry,
+          field: '',
+          message: takeoverMessage(
+            `an account with the address ${row.email}`,
+            'it signed up, or an operator made it',
+            "the file's fields and password; every session and token of it revoked",
+            'address',
+          ),
+        });
       }
     }
     if (foreign.length) throw new SeedError(plan.file, foreign);
