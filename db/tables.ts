@@ -18,6 +18,8 @@ export interface UsersTable {
   role: ColumnType<'user' | 'admin', 'user' | 'admin' | undefined, 'user' | 'admin'>;
   /** Sealed authorization codes issued before this are dead (0012-sealed-codes). */
   codes_revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The built-in writer that created the row: 'seed', or null (0015-created-by). */
+  created_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -33,6 +35,8 @@ export interface ApplicationsTable {
   allowed_scopes: Json<string[]>;
   post_logout_redirect_uris: ColumnType<string[], string | undefined, string>;
   enabled: Generated<boolean>;
+  /** The built-in writer that created the row: 'seed', 'demo', or null (0015-created-by). */
+  created_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -40,6 +40,8 @@ export interface SeedApplication {
   /** How messages name the entry: `applications[0] (clientId "ci-app")`. */
   entry: string;
   input: ApplicationCreate & { clientId: string };
+  /** "replace": true: the seed may take over an application of that id that it did not create. */
+  replace: boolean;
 }
 
 export interface SeedUser {
@@ -48,6 +50,8 @@ export interface SeedUser {
   input: UserCreate;
   /** The fields the file gives (without the password): what an existing user is compared on. */
   given: Array<keyof UserCreate>;
+  /** "replace": true: the seed may take over an account with that address that it did not create. */
+  replace: boolean;
 }
 
 export interface SeedPlan {
@@ -57,13 +61,24 @@ export interface SeedPlan {
   users: SeedUser[];
 }
 
+const Replace = Type.Optional(
+  Type.Boolean({ description: 'take over an existing row that the seed did not create (see the README)' }),
+);
+
 const SeedUserSchema = Type.Object(
   {
     ...Type.Omit(UserCreateSchema, ['password']).properties,
     passwordEnv: Type.Optional(
       Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$', description: 'an environment variable name' }),
     ),
+    replace: Replace,
   },
+  { additionalProperties: false },
+);
+
+/** An application entry: a static application's fields (clientId required), and "replace". */
+const SeedApplicationSchema = Type.Object(
+  { ...StaticApplicationSchema.properties, replace: Replace },
   { additionalProperties: false },
 );
 
@@ -107,20 +122,20 @@ function checkApplications(list: unknown[], problems: SeedProblem[]): SeedApplic
   const seen = new Map<string, string>();
   return list.map((value, i) => {
     const entry = entryName('applications', i, value);
-    problems.push(...toSeedProblems(entry, schemaProblems(StaticApplicationSchema, value)));
+    problems.push(...toSeedProblems(entry, schemaProblems(SeedApplicationSchema, value)));
     // An unknown field does not hide a bad value elsewhere: the rules run on the known fields when their
     // shape is right.
-    const known = knownFields(value, StaticApplicationSchema.properties);
-    if (schemaProblems(StaticApplicationSchema, known).length === 0) {
+    const known = knownFields(value, SeedApplicationSchema.properties);
+    if (schemaProblems(SeedApplicationSchema, known).length === 0) {
       problems.push(...toSeedProblems(entry, applicationProblems(known as ApplicationCreate)));
     }
-    const input = value as SeedApplication['input'];
+    const { replace, ...input } = (value ?? {}) as SeedApplication['input'] & { replace?: boolean };
     if (typeof input?.clientId === 'string') {
       const first = seen.get(input.clientId);
       if (first) problems.push({ entry, field: 'clientId', message: `the same client id as ${first}` });
       else seen.set(input.clientId, `applications[${i}]`);
     }
-    return { entry, input };
+    return { entry, input, replace: replace === true };
   });
 }
 
@@ -142,7 +157,7 @@ function checkUsers(list: unknown[], env: Record<string, string | undefined>, pr
     problems.push(...toSeedProblems(entry, schemaProblems(SeedUserSchema, rest)));
     const known = knownFields(rest, SeedUserSchema.properties);
     const shape = schemaProblems(SeedUserSchema, known);
-    const { passwordEnv, ...fields } = known as typeof rest & { passwordEnv?: string };
+    const { passwordEnv, replace, ...fields } = known as typeof rest & { passwordEnv?: string; replace?: boolean };
     const given = Object.keys(fields) as Array<keyof UserCreate>;
     const input = { ...fields, emailVerified: fields.emailVerified ?? true } as UserCreate;
     if (shape.length === 0) {
@@ -172,7 +187,7 @@ function checkUsers(list: unknown[], env: Record<string, string | undefined>, pr
       if (first) problems.push({ entry, field: 'email', message: `the same e-mail address as ${first}` });
       else seen.set(email, `users[${i}]`);
     }
-    return { entry, input, given };
+    return { entry, input, given, replace: replace === true };
   });
 }
 

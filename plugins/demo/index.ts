@@ -2,7 +2,9 @@
 // public endpoints (plugins/demo/client.ts), like any third party; what it has to remember lives in two
 // HttpOnly cookies of its own under /demo, sealed (AES-256-GCM) with a key derived from SECRET_KEY:
 // demo.flow (state, nonce, PKCE verifier; 10 minutes) and demo.session (the tokens). Never in a URL.
-// The application "demo" is created or updated at start (onReady), or disabled when DEMO=off.
+// The application "demo" is created or updated at start (onReady), or disabled when DEMO=off. An
+// application "demo" the demo did not create (an operator's, from before the id was reserved) is left
+// alone: the demo then stays off (404) and the start logs a warning saying why.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
 import { seal, unseal } from '../../src/oauth/seal.js';
@@ -33,15 +35,32 @@ interface Session {
 
 const demoPlugin: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   // The demo never stops a start: a database that refuses the application leaves a warning in the log.
+  let notOurs = false;
   app.addHook('onReady', async () => {
     try {
       const outcome = await syncDemoApplication(app.services.applications, config);
-      if (outcome !== 'unchanged') app.log.info({ clientId: DEMO_CLIENT_ID, outcome }, `demo application ${outcome}`);
+      if (outcome === 'foreign') {
+        notOurs = true;
+        if (config.demo) {
+          app.log.warn(
+            { clientId: DEMO_CLIENT_ID },
+            'demo: the database holds an application "demo" that the demo did not create (made by an operator ' +
+              'before the client id was reserved); it is left unchanged and the demo at /demo stays off. To use ' +
+              'the demo, give that application another client id and delete "demo", then restart.',
+          );
+        }
+      } else if (outcome !== 'unchanged') {
+        app.log.info({ clientId: DEMO_CLIENT_ID, outcome }, `demo application ${outcome}`);
+      }
     } catch (error) {
       app.log.warn({ err: error, clientId: DEMO_CLIENT_ID }, 'demo application: could not be created or updated');
     }
   });
   if (!config.demo) return;
+  // Someone else's application "demo": the demo would send its users to that application's redirect URIs.
+  app.addHook('onRequest', async (_request, reply) => {
+    if (notOurs) return reply.callNotFound();
+  });
 
   const secretKey = config.secretKey ?? '';
   const urls = demoUrls(config);

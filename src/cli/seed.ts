@@ -12,13 +12,20 @@ export const SEED_HELP = `Usage: idp seed FILE [--dry-run] [--json]
 Creates the applications and users a JSON seed file declares, in one transaction (a bad entry
 changes nothing). Idempotent: an entry that exists and matches is left alone; one that differs in a
 field the file gives is updated to the file. A user's password comes from the environment variable
-its "passwordEnv" names, and is set only when the user is created or has none.
+its "passwordEnv" names, and is set only when the user is created or has none. The seed takes over
+no user or application it did not create: such an entry stops the seed with an error naming it,
+unless the entry says "replace": true (then the file's fields and password are set and every
+session and token of the account is revoked; once, after which the row is the seed's).
   --dry-run   check the file and print what would change, without writing anything
 The server applies the same file at every start with SEED_FILE=FILE (see the README, "Seed file").`;
 
 export function summarize(outcomes: SeedOutcome[]): string {
   const count = (action: SeedOutcome['action']) => outcomes.filter((o) => o.action === action).length;
-  return `${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged`;
+  const replaced = count('replaced');
+  return (
+    `${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged` +
+    (replaced ? `, ${replaced} replaced` : '')
+  );
 }
 
 export async function seedCommand(rest: string[], io: Io): Promise<void> {

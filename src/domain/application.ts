@@ -10,6 +10,14 @@ import { Nullable, Text } from './fields.js';
 /** RFC 6749 §2.2 leaves the client identifier's syntax to us: unreserved URL characters, 1-128. */
 export const CLIENT_ID_PATTERN = '^[A-Za-z0-9._~-]{1,128}$';
 
+/**
+ * The client id of the built-in demo relying party (DEMO, plugins/demo): reserved. Nobody else may create
+ * an application with it (admin API, admin web, CLI, seed file, static applications file); only the demo
+ * registers it (src/services/demo.ts, through the service's reservedClientId option).
+ */
+export const DEMO_CLIENT_ID = 'demo';
+const RESERVED_CLIENT_IDS: readonly string[] = [DEMO_CLIENT_ID];
+
 export interface Application {
   clientId: string;
   clientName: string;
@@ -72,10 +80,27 @@ export const StaticApplicationSchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** Semantic rules shared by created, updated and static applications; prefix names the field path. */
-export function applicationProblems(input: Partial<ApplicationCreate>, prefix = ''): FieldProblem[] {
+/**
+ * Semantic rules shared by created, updated and static applications; prefix names the field path.
+ * `reservedClientId`: the reserved client id the caller may use (the demo registering its own application).
+ */
+export function applicationProblems(
+  input: Partial<ApplicationCreate>,
+  prefix = '',
+  options: { reservedClientId?: string } = {},
+): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const at = (field: string) => (prefix ? `${prefix}.${field}` : field);
+  if (
+    input.clientId !== undefined &&
+    RESERVED_CLIENT_IDS.includes(input.clientId) &&
+    input.clientId !== options.reservedClientId
+  ) {
+    problems.push({
+      field: at('clientId'),
+      message: `"${input.clientId}" is reserved for the built-in demo application (DEMO); choose another client id`,
+    });
+  }
   input.redirectUris?.forEach((uri, i) => {
     const problem = redirectUriProblem(uri);
     if (problem) problems.push({ field: at(`redirectUris.${i}`), message: problem });

@@ -7,6 +7,7 @@ import {
   ApplicationCreateSchema,
   ApplicationUpdateSchema,
   applicationProblems,
+  DEMO_CLIENT_ID,
   type Application,
   type ApplicationCreate,
   type ApplicationUpdate,
@@ -25,6 +26,9 @@ export interface ActorContext {
   actor: string;
   ip?: string | undefined;
 }
+
+/** The built-in writers that mark the rows they create (applications.created_by, 0015-created-by). */
+export type CreatedBy = 'seed' | 'demo';
 
 export interface StaticApplications {
   get(clientId: string): Application | undefined;
@@ -140,9 +144,19 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     return merged.length > limit ? { items, nextCursor: encodeCursor(items[items.length - 1]!.clientId) } : { items };
   }
 
-  async function create(input: ApplicationCreate, context: ActorContext): Promise<Application> {
+  /**
+   * `createdBy`: the built-in writer creating it (the seed, the demo), recorded on the row; only the demo
+   * may use the reserved client id "demo".
+   */
+  async function create(
+    input: ApplicationCreate,
+    context: ActorContext,
+    options: { createdBy?: CreatedBy } = {},
+  ): Promise<Application> {
     assertSchema(ApplicationCreateSchema, input);
-    const problems = applicationProblems(input);
+    const problems = applicationProblems(input, '', {
+      ...(options.createdBy === 'demo' && { reservedClientId: DEMO_CLIENT_ID }),
+    });
     if (problems.length) throw validationError(problems);
     const clientId = input.clientId ?? generateClientId();
     if (staticApplications.get(clientId)) {
@@ -161,6 +175,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           post_verification_redirect_path: input.postVerificationRedirectPath ?? null,
           allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
           enabled: input.enabled ?? true,
+          created_by: options.createdBy ?? null,
         });
         await repo.notifyApplicationsChanged(trx, clientId);
         await appendAuditEvent(trx, {
@@ -180,7 +195,13 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     }
   }
 
-  async function update(clientId: string, input: ApplicationUpdate, context: ActorContext): Promise<Application> {
+  /** `createdBy`: the row becomes that writer's (the seed taking an application over, "replace": true). */
+  async function update(
+    clientId: string,
+    input: ApplicationUpdate,
+    context: ActorContext,
+    options: { createdBy?: CreatedBy } = {},
+  ): Promise<Application> {
     assertSchema(ApplicationUpdateSchema, input);
     if (staticApplications.get(clientId)) throw readOnly(clientId);
     const problems = applicationProblems(input);
@@ -200,6 +221,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         }),
         ...(input.allowedScopes !== undefined && { allowed_scopes: JSON.stringify(input.allowedScopes) }),
         ...(input.enabled !== undefined && { enabled: input.enabled }),
+        ...(options.createdBy !== undefined && { created_by: options.createdBy }),
       });
       if (!row) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
       await repo.notifyApplicationsChanged(trx, clientId);
@@ -233,6 +255,11 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     changed(clientId);
   }
 
+  /** Which built-in writer created the database application (null: someone else), undefined when none. */
+  async function createdBy(clientId: string): Promise<string | null | undefined> {
+    return (await repo.findApplicationRow(db, clientId))?.created_by;
+  }
+
   /** The union of allowedWebOrigins of every enabled application, static ones included. */
   async function webOrigins(): Promise<Set<string>> {
     const origins = new Set(await repo.listEnabledWebOrigins(db));
@@ -249,6 +276,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     forget,
     get,
     find,
+    createdBy,
     webOrigins,
     list,
     create,

@@ -1,6 +1,7 @@
 // Ending everything a user holds, one implementation for every path that must (decisions.md,
 // "Pending authorization requests and account changes"): a completed password reset, a password set
-// by an operator (admin API, admin web, CLI) and disabling a user. Call it inside the transaction of
+// by an operator (admin API, admin web, CLI), disabling a user and the seed taking an account over
+// ("replace": true, services/seed.ts). Call it inside the transaction of
 // the change it follows, so that the change and the revocation commit together.
 //  - every browser session ends (session.revoked, one per session, with the reason);
 //  - every grant is revoked with its access and refresh tokens, offline ones included, and every code
@@ -18,7 +19,7 @@ import { revokeUserSessions } from '../../db/repositories/sessions.js';
 import { deleteUserEmailChangeTokens } from '../../db/repositories/email-changes.js';
 import { revokeOtherUserSessions } from '../../db/repositories/self-service.js';
 
-export type RevocationReason = 'password_reset' | 'password_changed' | 'user_disabled';
+export type RevocationReason = 'password_reset' | 'password_changed' | 'user_disabled' | 'replaced_by_seed';
 
 export interface RevocationContext {
   reason: RevocationReason;

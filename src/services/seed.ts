@@ -5,13 +5,28 @@
 // only). A user's password is set when the user is created, or when the user has none: a password the
 // user (or an admin) changed later is kept. The writes go through the application and user services,
 // so they validate, audit and revoke exactly as the admin API does.
+//
+// The seed takes over no row it did not create (issue 31): the rows it creates are marked (created_by =
+// 'seed', 0015-created-by), and an entry whose user (by e-mail address) or application (by client id)
+// exists unmarked (signed up, made by an operator) stops the whole seed with an error naming it, before
+// anything is written. Unless the entry says "replace": true: then the row becomes what the seed would
+// have created (the file's fields, creation defaults for the others, the file's password or none), every
+// session, token, code, consent and mailed link of the account is revoked (the operator's password-change
+// path, services/revocation.ts), the row is marked as the seed's and 'user.replaced_by_seed' (or
+// 'application.replaced_by_seed') is audited, in the seed's transaction. Once marked, later runs treat it
+// as any seeded row: idempotent and quiet.
 import { sql } from 'kysely';
 import type { Db, Tx } from '../../db/create-db.js';
-import { findUserByEmail } from '../../db/repositories/users.js';
+import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { deleteConsents } from '../../db/repositories/consents.js';
+import { deleteUserEmailVerificationTokens } from '../../db/repositories/email-verification.js';
+import { findUserByEmail, updateUserRow } from '../../db/repositories/users.js';
+import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
 import type { Application, ApplicationCreate } from '../domain/application.js';
 import type { User, UserCreate } from '../domain/user.js';
-import { SeedError, type SeedPlan } from '../seed.js';
+import { SeedError, type SeedPlan, type SeedProblem } from '../seed.js';
 import { createApplicationService, type ActorContext, type StaticApplications } from './applications.js';
+import { revokeUserAccess } from './revocation.js';
 import { toUser } from './rows.js';
 import { createUserService } from './users.js';
 
@@ -21,8 +36,8 @@ export interface SeedOutcome {
   key: string;
   /** The user's id. */
   id?: string;
-  action: 'created' | 'updated' | 'unchanged';
-  /** For updated: the fields set to the file's values. */
+  action: 'created' | 'updated' | 'replaced' | 'unchanged';
+  /** For updated and replaced: the fields set to the file's values. */
   fields: string[];
 }
 
@@ -60,6 +75,32 @@ const APP_FIELDS = [
   'enabled',
 ] as const satisfies Array<keyof ApplicationCreate & keyof Application>;
 
+/** What an application the seed creates has in the fields its entry leaves out. */
+const APP_DEFAULTS = {
+  clientDescription: null,
+  clientLogoUrl: null,
+  allowedWebOrigins: [],
+  postLogoutRedirectUris: [],
+  postVerificationRedirectPath: null,
+  allowedScopes: [...DEFAULT_ALLOWED_SCOPES],
+  enabled: true,
+} satisfies Partial<ApplicationCreate>;
+
+/** What a user the seed creates has in the fields its entry leaves out (emailVerified: the parser's true). */
+const USER_DEFAULTS = {
+  name: null,
+  givenName: null,
+  familyName: null,
+  picture: null,
+  permissions: [],
+  disabled: false,
+  role: 'user',
+} satisfies Partial<UserCreate>;
+
+const takeoverMessage = (what: string, origin: string, then: string, key: string) =>
+  `${what} exists and was not created by the seed (${origin}): the seed does not take it over. To make it ` +
+  `this entry (${then}), add "replace": true to the entry; otherwise remove the entry or change its ${key}.`;
+
 export async function applySeed(
   deps: { db: Db; staticApplications: StaticApplications },
   plan: SeedPlan,
@@ -85,11 +126,65 @@ export async function applySeed(
     const apps = createApplicationService({ db, staticApplications: deps.staticApplications, cacheSeconds: 0 });
     const users = createUserService({ db });
 
+    // Rows the seed did not create, before anything is written: every one named, nothing changed.
+    const foreign: SeedProblem[] = [];
+    const appOwners = new Map<string, string | null | undefined>();
+    for (const { entry, input, replace } of plan.applications) {
+      const owner = await apps.createdBy(input.clientId);
+      appOwners.set(input.clientId, owner);
+      if (owner !== undefined && owner !== 'seed' && !replace) {
+        foreign.push({
+          entry,
+          field: '',
+          message: takeoverMessage(
+            `the application ${input.clientId}`,
+            'an operator made it',
+            "the file's fields",
+            'client id',
+          ),
+        });
+      }
+    }
+    for (const { entry, input, replace } of plan.users) {
+      const row = await findUserByEmail(trx, input.email);
+      if (row && row.created_by !== 'seed' && !replace) {
+        foreign.push({
+          entry,
+          field: '',
+          message: takeoverMessage(
+            `an account with the address ${row.email}`,
+            'it signed up, or an operator made it',
+            "the file's fields and password; every session and token of it revoked",
+            'address',
+          ),
+        });
+      }
+    }
+    if (foreign.length) throw new SeedError(plan.file, foreign);
+
     for (const { input } of plan.applications) {
       const found = await apps.find(input.clientId);
       if (!found) {
-        if (!options.dryRun) await apps.create(input, context);
+        if (!options.dryRun) await apps.create(input, context, { createdBy: 'seed' });
         outcomes.push({ type: 'application', key: input.clientId, action: 'created', fields: [] });
+        continue;
+      }
+      if (appOwners.get(input.clientId) !== 'seed') {
+        // "replace": true (checked above): what creating it from the file would have given, and marked.
+        const wanted = { ...APP_DEFAULTS, ...input };
+        const fields = APP_FIELDS.filter((k) => !same(found[k], wanted[k]));
+        if (!options.dryRun) {
+          const { clientId: _id, ...update } = wanted;
+          await apps.update(input.clientId, update, context, { createdBy: 'seed' });
+          await appendAuditEvent(trx, {
+            type: 'application.replaced_by_seed',
+            actor: context.actor,
+            ip: context.ip,
+            clientId: input.clientId,
+            detail: { fields },
+          });
+        }
+        outcomes.push({ type: 'application', key: input.clientId, action: 'replaced', fields });
         continue;
       }
       const given = APP_FIELDS.filter((k) => input[k] !== undefined);
@@ -104,11 +199,25 @@ export async function applySeed(
     for (const { input, given } of plan.users) {
       const row = await findUserByEmail(trx, input.email);
       if (!row) {
-        const created = options.dryRun ? undefined : await users.create(input, context);
+        const created = options.dryRun ? undefined : await users.create(input, context, { createdBy: 'seed' });
         outcomes.push({ type: 'user', key: input.email, id: created?.id, action: 'created', fields: [] });
         continue;
       }
       const current: User = toUser(row);
+      if (row.created_by !== 'seed') {
+        // "replace": true (checked above).
+        const wanted: UserCreate = { ...USER_DEFAULTS, ...input };
+        const compared = [...Object.keys(USER_DEFAULTS), 'emailVerified', ...given].filter(
+          (k) => k !== 'password',
+        ) as Array<keyof UserCreate>;
+        const fields: string[] = [
+          ...new Set(changedFields<UserCreate>(current as unknown as UserCreate, wanted, compared)),
+        ];
+        if (input.password !== undefined || current.hasPassword) fields.push('password');
+        if (!options.dryRun) await replaceUser(trx, users, current, wanted, fields, context);
+        outcomes.push({ type: 'user', key: current.email, id: current.id, action: 'replaced', fields });
+        continue;
+      }
       const fields: Array<keyof UserCreate> = changedFields<UserCreate>(
         current as unknown as UserCreate,
         input,
@@ -126,8 +235,40 @@ export async function applySeed(
   return outcomes;
 }
 
+/**
+ * Takes an account over for the seed ("replace": true): the file's fields and password (none when the file
+ * gives none), and everything the previous holder had is ended, as an operator's password change ends it
+ * (revokeUserAccess: sessions, grants with their tokens, unexchanged codes, reset links, e-mail changes),
+ * plus the verification links and the consents; marked as the seed's; audited. In the seed's transaction.
+ */
+async function replaceUser(
+  trx: Tx,
+  users: ReturnType<typeof createUserService>,
+  current: User,
+  wanted: UserCreate,
+  fields: string[],
+  context: ActorContext,
+): Promise<void> {
+  // The file's address matches the row's, but for case: the file's spelling, as for a seeded row.
+  await users.update(current.id, wanted, context, { createdBy: 'seed' });
+  if (wanted.password === undefined && current.hasPassword) {
+    await updateUserRow(trx, current.id, { password_hash: null });
+  }
+  // After a new password the operator's path has revoked already; this ends the rest in the other cases.
+  await revokeUserAccess(trx, current.id, { reason: 'replaced_by_seed', actor: context.actor, ip: context.ip });
+  await deleteUserEmailVerificationTokens(trx, current.id);
+  await deleteConsents(trx, current.id);
+  await appendAuditEvent(trx, {
+    type: 'user.replaced_by_seed',
+    actor: context.actor,
+    ip: context.ip,
+    userId: current.id,
+    detail: { fields },
+  });
+}
+
 /** `created application ci-app`, `updated user ci@example.com (name, permissions)`; dry run: `would create ...`. */
 export function describeOutcome(o: SeedOutcome, dryRun = false): string {
-  const verb = !dryRun || o.action === 'unchanged' ? o.action : `would ${o.action === 'created' ? 'create' : 'update'}`;
+  const verb = !dryRun || o.action === 'unchanged' ? o.action : `would ${o.action.replace(/d$/, '')}`;
   return `${verb} ${o.type} ${o.key}${o.fields.length ? ` (${o.fields.join(', ')})` : ''}`;
 }

@@ -84,7 +84,8 @@ export function createUserService(deps: UserServiceDeps) {
       : { items };
   }
 
-  async function create(input: UserCreate, context: ActorContext): Promise<User> {
+  /** `createdBy`: the built-in writer creating it (the seed), recorded on the row (0015-created-by). */
+  async function create(input: UserCreate, context: ActorContext, options: { createdBy?: 'seed' } = {}): Promise<User> {
     assertSchema(UserCreateSchema, input);
     const problems = userProblems(input);
     if (problems.length) throw validationError(problems);
@@ -104,6 +105,7 @@ export function createUserService(deps: UserServiceDeps) {
           permissions: JSON.stringify(input.permissions ?? []),
           disabled: input.disabled ?? false,
           role: input.role ?? 'user',
+          created_by: options.createdBy ?? null,
         });
         await appendAuditEvent(trx, { type: 'user.created', actor: context.actor, ip: context.ip, userId: row.id });
         return toUser(row);
@@ -114,7 +116,13 @@ export function createUserService(deps: UserServiceDeps) {
     }
   }
 
-  async function update(ref: string, input: UserUpdate, context: ActorContext): Promise<User> {
+  /** `createdBy`: the row becomes that writer's (the seed taking an account over, "replace": true). */
+  async function update(
+    ref: string,
+    input: UserUpdate,
+    context: ActorContext,
+    options: { createdBy?: 'seed' } = {},
+  ): Promise<User> {
     assertSchema(UserUpdateSchema, input);
     const problems = userProblems(input);
     if (problems.length) throw validationError(problems);
@@ -139,6 +147,7 @@ export function createUserService(deps: UserServiceDeps) {
           ...(input.permissions !== undefined && { permissions: JSON.stringify(input.permissions) }),
           ...(input.disabled !== undefined && { disabled: input.disabled }),
           ...(input.role !== undefined && { role: input.role }),
+          ...(options.createdBy !== undefined && { created_by: options.createdBy }),
         });
         if (!row) throw notFound('USER_NOT_FOUND', `No user ${ref}`);
         // The audit trail names the fields, never their values (a password above all).

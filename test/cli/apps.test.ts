@@ -61,6 +61,21 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 2
     t.equal(r.stdout, '');
   });
 
+  await t.test('create --client-id demo: exit 1, the id is reserved for the demo (issue 31, 7(e))', async (t) => {
+    const r = await cli.run([
+      'apps',
+      'create',
+      '--client-id',
+      'demo',
+      '--name',
+      'Mine',
+      '--redirect-uri',
+      redirectUris[0]!,
+    ]);
+    exits(t, r, 1);
+    t.match(r.stderr, /"demo" is reserved for the built-in demo application/);
+  });
+
   await t.test('create with an unknown --scope: exit 1, the allowed scopes listed', async (t) => {
     const r = await cli.run(['apps', 'create', '--name', 'Bad', '--redirect-uri', redirectUris[0]!, '--scope', 'foo']);
     exits(t, r, 1);

@@ -174,6 +174,27 @@ t.test('a bad seed file: every problem with file, entry and field; nothing writt
   t.same(await snapshot(cli), before, 'still nothing written');
 });
 
+t.test('a user the seed did not create: exit 1 naming it; "replace": true takes it over once', opts, async (t) => {
+  const cli = await cliContext(t, { CI_PASSWORD: PASSWORD });
+  exits(t, await cli.run(['users', 'create', '--email', 'ci@example.com']), 0);
+  const file = writeSeed(cli, 'seed.json', { users: [SEED.users[0]] });
+  const refused = await cli.run(['seed', file]);
+  exits(t, refused, 1);
+  t.match(
+    refused.stderr,
+    /seed\.json: users\[0\] \(email "ci@example\.com"\): an account with the address ci@example\.com exists /,
+  );
+  t.match(refused.stderr, /was not created by the seed.*"replace": true/);
+  writeSeed(cli, 'seed.json', { users: [{ ...SEED.users[0], replace: true }] });
+  const replaced = await cli.run(['seed', file]);
+  exits(t, replaced, 0);
+  t.match(replaced.stdout, /^replaced user ci@example\.com \(name, permissions, emailVerified, password\)$/m);
+  t.match(replaced.stderr, /0 created, 0 updated, 0 unchanged, 1 replaced/);
+  const again = await cli.run(['seed', file]);
+  exits(t, again, 0);
+  t.match(again.stdout, /^unchanged user ci@example\.com$/m, "the seed's now");
+});
+
 t.test('DATA_DIR=:memory: is refused by commands, which would see an empty database', opts, async (t) => {
   const cli = await cliContext(t, { CI_PASSWORD: PASSWORD, DATABASE_URL: '' });
   const file = writeSeed(cli, 'seed.json', SEED);

@@ -406,6 +406,16 @@ t.test('invalid application input is 400 VALIDATION_ERROR naming the field', asy
       details: [{ field: 'clientId', message: 'must match pattern "^[A-Za-z0-9._~-]{1,128}$"' }],
     },
     {
+      name: 'the client id "demo", reserved for the built-in demo (issue 31, 7(e))',
+      payload: { ...valid, clientId: 'demo' },
+      details: [
+        {
+          field: 'clientId',
+          message: '"demo" is reserved for the built-in demo application (DEMO); choose another client id',
+        },
+      ],
+    },
+    {
       name: 'a clientName of the wrong type',
       payload: { ...valid, clientName: 42 },
       details: [{ field: 'clientName', message: 'must be string' }],

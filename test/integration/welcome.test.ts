@@ -83,6 +83,53 @@ t.test('WELCOME_PAGE=on: issuer, discovery, sign-in, the admin state, the docs; 
   t.equal(items.filter((a: { clientId: string }) => a.clientId === DEMO_CLIENT_ID).length, 1);
 });
 
+t.test(
+  'an operator\'s application "demo" from before the id was reserved: left alone, the demo stays off',
+  async (t) => {
+    // Made through the admin API before issue 31 reserved the id: a row the demo did not create.
+    const database = await createTestDatabase();
+    t.teardown(() => database.dispose());
+    await database.db
+      .insertInto('applications')
+      .values({
+        client_id: DEMO_CLIENT_ID,
+        name: 'Operations dashboard',
+        description: null,
+        logo_url: null,
+        redirect_uris: JSON.stringify(['https://ops.example.com/cb']),
+        allowed_web_origins: JSON.stringify([]),
+        post_verification_redirect_path: null,
+        allowed_scopes: JSON.stringify(['openid', 'email']),
+        enabled: true,
+      })
+      .execute();
+    const before = await database.db.selectFrom('applications').selectAll().execute();
+
+    const on = await buildTestApp(t, { database, env: { DEMO: 'on' } });
+    await on.app.ready();
+    t.equal((await on.app.inject({ url: '/demo' })).statusCode, 404, 'the demo is off');
+    t.equal((await on.app.inject({ url: '/demo/login' })).statusCode, 404, 'no sign-in to that application');
+    t.match(
+      on.logs.text(),
+      /"level":40.*an application \\"demo\\" that the demo did not create.*the demo at \/demo stays off/,
+      'a warning says why',
+    );
+    t.same(await database.db.selectFrom('applications').selectAll().execute(), before, 'not overwritten');
+    await on.app.close();
+
+    const off = await buildTestApp(t, { database, env: { DEMO: 'off' } });
+    await off.app.ready();
+    t.same(await database.db.selectFrom('applications').selectAll().execute(), before, 'not disabled');
+    t.notMatch(off.logs.text(), /did not create/, 'DEMO=off: nothing to warn about');
+    t.equal(
+      (await off.app.db.selectFrom('audit_events').select('type').where('client_id', '=', DEMO_CLIENT_ID).execute())
+        .length,
+      0,
+      'no write audited',
+    );
+  },
+);
+
 t.test('WELCOME_PAGE=public: no admin links', async (t) => {
   const { app, config } = await buildTestApp(t, { env: { WELCOME_PAGE: 'public' } });
   const res = await app.inject({ url: '/' });

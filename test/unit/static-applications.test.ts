@@ -81,6 +81,20 @@ t.test('every problem of a bad file is listed with its path', async (t) => {
   t.match(error.message, new RegExp(`Invalid static applications file ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
 });
 
+t.test('the client id "demo" is reserved for the built-in demo (issue 31, 7(e))', async (t) => {
+  const file = write(
+    'demo.json',
+    JSON.stringify([{ clientId: 'demo', clientName: 'Mine', redirectUris: ['https://mine.example/cb'] }]),
+  );
+  const error = t.throws(() => loadStaticApplications(file)) as StaticApplicationsError;
+  t.same(error.problems, [
+    {
+      field: '[0].clientId',
+      message: '"demo" is reserved for the built-in demo application (DEMO); choose another client id',
+    },
+  ]);
+});
+
 t.test('unreadable and malformed files fail clearly', async (t) => {
   t.throws(() => loadStaticApplications(join(dir, 'missing.json')), { message: /cannot be read: ENOENT/ });
   t.throws(() => loadStaticApplications(write('broken.json', '{ nope')), { message: /is not valid JSON/ });
