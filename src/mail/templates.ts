@@ -9,11 +9,13 @@ export function verificationMail(to: string, link: string, applicationName: stri
     subject: 'Verify your e-mail address',
     link,
     text:
-      `Hello,\n\nplease confirm your e-mail address${forApp} by opening this link:\n\n${link}\n\n` +
-      'If you did not sign up, ignore this mail.\n',
+      `Hello,\n\nplease confirm your e-mail address${forApp} on the page this link opens:\n\n${link}\n\n` +
+      'Opening the link changes nothing until you press the button there. If you did not ask for it, ignore this mail.\n',
     html:
-      html`<p>Hello,</p><p>please confirm your e-mail address${forApp} by opening this link:</p>`.value +
-      html`<p><a href="${link}">Verify my e-mail address</a></p><p>If you did not sign up, ignore this mail.</p>`.value,
+      html`<p>Hello,</p><p>please confirm your e-mail address${forApp} on the page this link opens:</p>`.value +
+      html`<p><a href="${link}">Verify my e-mail address</a></p>`.value +
+      html`<p>Opening the link changes nothing until you press the button there. If you did not ask for it, ignore this mail.</p>`
+        .value,
   };
 }
 
