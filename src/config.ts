@@ -76,6 +76,8 @@ export interface Config {
     session: number;
     sessionIdle: number;
     emailVerification: number;
+    /** A self-registered account that never verified its address is deleted after this long (clean-up). */
+    unverifiedAccount: number;
     adminSetup: number;
     adminFreshness: number;
   };
@@ -329,6 +331,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       session: parsed.SESSION_TTL,
       sessionIdle: parsed.SESSION_IDLE_TTL,
       emailVerification: parsed.EMAIL_VERIFICATION_TTL,
+      unverifiedAccount: parsed.UNVERIFIED_ACCOUNT_TTL,
       adminSetup: parsed.ADMIN_SETUP_TTL,
       adminFreshness: parsed.ADMIN_FRESHNESS,
     },

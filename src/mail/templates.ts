@@ -104,3 +104,48 @@ export function emailChangedMail(to: string, newEmail: string, when: Date): Mail
       html`contact the operator of this service.</p>`.value,
   };
 }
+
+/** A sign-up for a free address (or one held by an unverified account): the link creates the account. */
+export function signUpConfirmMail(to: string, link: string, applicationName: string | undefined): MailMessage {
+  const forApp = applicationName ? ` (to continue to ${applicationName})` : '';
+  return {
+    kind: 'sign-up-confirmation',
+    to,
+    subject: 'Confirm your e-mail address to create your account',
+    link,
+    text:
+      `Hello,\n\nsomeone (hopefully you) signed up with the address ${to}${forApp}. ` +
+      `Confirm your e-mail address to create your account:\n\n${link}\n\n` +
+      'The link opens a page with a button; no account exists until you press it. ' +
+      'If you did not sign up, ignore this mail: nothing is created.\n',
+    html:
+      html`<p>Hello,</p><p>someone (hopefully you) signed up with the address ${to}${forApp}. `.value +
+      html`Confirm your e-mail address to create your account:</p>`.value +
+      html`<p><a href="${link}">Confirm and create my account</a></p>`.value +
+      html`<p>The link opens a page with a button; no account exists until you press it. `.value +
+      html`If you did not sign up, ignore this mail: nothing is created.</p>`.value,
+  };
+}
+
+/** A sign-up with the address of an existing account: its owner is told, with a way back in. */
+export function signUpAttemptMail(to: string, resetLink: string, signInLink: string, minutes: number): MailMessage {
+  return {
+    kind: 'sign-up-attempt',
+    to,
+    subject: 'Someone tried to create an account with your address',
+    link: resetLink,
+    text:
+      `Hello,\n\nsomeone tried to create an account with your address ${to}, which has an account already. ` +
+      'Nothing was changed.\n\n' +
+      `If it was you and you forgot your password, choose a new one with this link:\n\n${resetLink}\n\n` +
+      `The link works once and expires in ${minutes} minutes. If you know your password, sign in: ` +
+      `${signInLink}\n\nIf it was not you, ignore this mail.\n`,
+    html:
+      html`<p>Hello,</p><p>someone tried to create an account with your address ${to}, `.value +
+      html`which has an account already. Nothing was changed.</p>`.value +
+      html`<p>If it was you, <a href="${signInLink}">sign in</a> or `.value +
+      html`<a href="${resetLink}">choose a new password</a>.</p>`.value +
+      html`<p>The link works once and expires in ${String(minutes)} minutes. `.value +
+      html`If it was not you, ignore this mail.</p>`.value,
+  };
+}
