@@ -21,6 +21,7 @@ import {
   SIGN_UP_ATTEMPT_SUBJECT,
   SIGN_UP_MAIL_SUBJECT,
   signInWithInject,
+  signUpAndConfirm,
   smtpLinks,
   tokenRequest,
   userinfo,
@@ -284,4 +285,18 @@ t.test('the confirmation continues the authorization request only in the browser
   t.notOk(cookiesOf(inB.res)[app.sessionCookieName], 'browser B gets no session');
   t.equal(await sessionsOf('bob@example.com'), 0, 'no session exists');
   t.equal((await findUserByEmail(db, 'bob@example.com'))?.email_verified, true);
+});
+
+t.test('the test helper signUpAndConfirm: JSON sign-up, the mailed link, then a session', async (t) => {
+  const { signUp, confirm, jar } = await signUpAndConfirm(app, links, {
+    email: 'helper@example.com',
+    password,
+    via: 'json',
+    signIn: true,
+  });
+  t.equal(signUp.statusCode, 201);
+  t.equal(confirm.statusCode, 200);
+  const home = await app.inject({ method: 'GET', url: '/login/', cookies: jar });
+  t.equal(home.statusCode, 200);
+  t.match(home.body, 'helper@example.com');
 });
