@@ -18,6 +18,8 @@ export interface UsersTable {
   role: ColumnType<'user' | 'admin', 'user' | 'admin' | undefined, 'user' | 'admin'>;
   /** Sealed authorization codes issued before this are dead (0012-sealed-codes). */
   codes_revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Made by sign-up (not by an operator): unverified, it gives no claim to its address (0013-sign-up-requests). */
+  self_registered: Generated<boolean>;
   /** The built-in writer that created the row: 'seed', or null (0015-created-by). */
   created_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
@@ -209,6 +211,21 @@ export interface EmailChangeTokensTable {
   used_at: Date | null;
 }
 
+/** A sign-up waiting for its mailbox owner (0013-sign-up-requests): no account exists before the link is confirmed. */
+export interface SignUpRequestsTable {
+  token_hash: string;
+  email: string;
+  password_hash: string;
+  name: string | null;
+  request_id: string | null;
+  client_id: string | null;
+  redirect_uri: string | null;
+  ip: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
 export interface AdminSetupTokensTable {
   token_hash: string;
   created_at: Timestamp;
@@ -232,6 +249,7 @@ export interface Database {
   password_reset_tokens: PasswordResetTokensTable;
   email_change_tokens: EmailChangeTokensTable;
   admin_setup_tokens: AdminSetupTokensTable;
+  sign_up_requests: SignUpRequestsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

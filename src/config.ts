@@ -82,6 +82,8 @@ export interface Config {
     session: number;
     sessionIdle: number;
     emailVerification: number;
+    /** A self-registered account that never verified its address is deleted after this long (clean-up). */
+    unverifiedAccount: number;
     adminSetup: number;
     adminFreshness: number;
   };
@@ -352,6 +354,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       session: parsed.SESSION_TTL,
       sessionIdle: parsed.SESSION_IDLE_TTL,
       emailVerification: parsed.EMAIL_VERIFICATION_TTL,
+      unverifiedAccount: parsed.UNVERIFIED_ACCOUNT_TTL,
       adminSetup: parsed.ADMIN_SETUP_TTL,
       adminFreshness: parsed.ADMIN_FRESHNESS,
     },

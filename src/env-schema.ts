@@ -227,6 +227,10 @@ export const EnvSchema = Type.Object({
   SESSION_TTL: Seconds(7 * 24 * 3600, 'absolute lifetime of a hosted-login session'),
   SESSION_IDLE_TTL: Seconds(24 * 3600, 'a hosted-login session ends after this long without use'),
   EMAIL_VERIFICATION_TTL: Seconds(24 * 3600, 'lifetime of an e-mail verification link'),
+  UNVERIFIED_ACCOUNT_TTL: Seconds(
+    7 * 24 * 3600,
+    'a self-registered account that never verified its address is deleted by the clean-up job after this long',
+  ),
   ADMIN_SETUP_TTL: Seconds(3600, 'lifetime of the one-time link that creates the first admin'),
   ADMIN_FRESHNESS: Seconds(
     600,

@@ -13,6 +13,7 @@ import * as m0009 from './0009-rate-limits.js';
 import * as m0010 from './0010-key-notices.js';
 import * as m0011 from './0011-email-changes.js';
 import * as m0012 from './0012-sealed-codes.js';
+import * as m0013 from './0013-sign-up-requests.js';
 import * as m0015 from './0015-created-by.js';
 
 export const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '0010-key-notices': m0010,
   '0011-email-changes': m0011,
   '0012-sealed-codes': m0012,
+  '0013-sign-up-requests': m0013,
   '0015-created-by': m0015,
 };
 

@@ -9,8 +9,9 @@ export interface ExpiryRule {
   where: string;
 }
 
-export function expiryRules(options: { sessionIdleSeconds: number }): ExpiryRule[] {
+export function expiryRules(options: { sessionIdleSeconds: number; unverifiedAccountSeconds?: number }): ExpiryRule[] {
   const idle = Math.floor(options.sessionIdleSeconds);
+  const unverified = Math.floor(options.unverifiedAccountSeconds ?? 7 * 24 * 3600);
   return [
     { table: 'authorization_codes', where: 'expires_at < now()' },
     { table: 'authorization_requests', where: 'expires_at < now()' },
@@ -19,6 +20,13 @@ export function expiryRules(options: { sessionIdleSeconds: number }): ExpiryRule
     { table: 'email_verification_tokens', where: 'expires_at < now()' },
     { table: 'password_reset_tokens', where: 'expires_at < now()' },
     { table: 'email_change_tokens', where: 'expires_at < now()' },
+    { table: 'sign_up_requests', where: 'expires_at < now()' },
+    // Self-registered accounts that never verified their address (issue 31): their sessions, grants,
+    // tokens and links go with them (on delete cascade). Accounts an operator made never expire.
+    {
+      table: 'users',
+      where: `self_registered and not email_verified and created_at < now() - interval '${unverified} seconds'`,
+    },
     { table: 'sessions', where: `expires_at < now() or last_seen_at < now() - interval '${idle} seconds'` },
     // Shared rate-limit windows (expire: epoch milliseconds); the library's own sweep is off.
     { table: 'rate_limits', where: 'expire < extract(epoch from now()) * 1000' },

@@ -125,14 +125,22 @@ export default fp(
       idleSeconds: config.ttl.sessionIdle,
     });
     const emailChanges = createEmailChangeService({ db, config, mailer });
-    const accounts = createAccountService({ db, config, sessions, mailer, events: app.metricEvents, emailChanges });
-    // Device cookies name the account under its current password (issue 31 item 7b).
-    app.signInLimits.useDeviceAccounts((email) => accounts.deviceAccount(email));
     const authorization = createAuthorizationService({ db, config, applications: app.services.applications });
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
 
     const recovery = createRecoveryService({ db, config, mailer, log: app.log });
+    const accounts = createAccountService({
+      db,
+      config,
+      sessions,
+      mailer,
+      events: app.metricEvents,
+      emailChanges,
+      recovery,
+    });
+    // Device cookies name the account under its current password (issue 31 item 7b).
+    app.signInLimits.useDeviceAccounts((email) => accounts.deviceAccount(email));
     // A password set by an operator (admin API, admin web) is announced like a completed reset.
     app.services.users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
     // Bearer authentications (UserInfo, /api/external/*), cached; the token issuer seeds the cache.

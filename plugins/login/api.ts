@@ -15,6 +15,11 @@ import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
 import { verificationContext } from '../../src/services/authorization.js';
 
+/** The answer to every accepted sign-up, whether or not the address has an account. */
+const signUpMessage = (email: string) =>
+  `Check your inbox: we sent a link to ${email}. Open it and confirm to create your account; ` +
+  'if the address has an account already, the mail tells you how to get back in.';
+
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
 const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
 const errors = {
@@ -141,7 +146,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
           },
           { additionalProperties: false },
         ),
-        response: { 201: Redirect, ...errors },
+        response: { 201: Type.Object({ status: Type.Literal(true), message: Type.String() }), ...errors },
       },
     },
     async (request, reply) => {
@@ -153,18 +158,10 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
         : undefined;
       if (requestId && !found)
         throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
-      const { user, sessionToken, sessionId } = await app.services.accounts.signUp(
-        request.body,
-        meta(request),
-        verificationContext(found),
-      );
-      app.setSessionCookie(reply, sessionToken);
-      if (requestId)
-        await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), {
-          userId: user.id,
-          sessionId,
-        });
-      return reply.code(201).send({ status: true as const, ...(requestId && { redirectTo: continueUrl(requestId) }) });
+      const { email } = await app.services.accounts.signUp(request.body, meta(request), verificationContext(found));
+      // The same answer whatever the address (issue 31, item 3): no account and no session until the
+      // mailed link is confirmed on the hosted page.
+      return reply.code(201).send({ status: true as const, message: signUpMessage(email) });
     },
   );
 

@@ -22,6 +22,7 @@ export function registerSignInPages({
   safeReturnTo,
   continueUrl,
   meta,
+  mailHint,
 }: LoginContext) {
   // Sign in
   app.get('/sign-in', { schema: { querystring: SignInQuery } }, async (request, reply) => {
@@ -103,17 +104,15 @@ export function registerSignInPages({
     const requestId = first(form.request) || undefined;
     const found = await pending(request, requestId);
     const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
-    let signedUp: { userId: string; sessionId: string };
+    let email: string;
     try {
-      const { user, sessionToken, sessionId } = await app.services.accounts.signUp(
+      ({ email } = await app.services.accounts.signUp(
         { email: values.email, password: first(form.password) ?? '', name: values.name },
         meta(request),
         verificationContext(found),
-      );
-      app.setSessionCookie(reply, sessionToken);
-      signedUp = { userId: user.id, sessionId };
+      ));
     } catch (error) {
-      if (error instanceof AppError && (error.code === 'VALIDATION_ERROR' || error.code === 'EMAIL_TAKEN')) {
+      if (error instanceof AppError && error.code === 'VALIDATION_ERROR') {
         const errors = Object.fromEntries((error.details ?? []).map((d) => [d.field, d.message]));
         return page(
           reply,
@@ -123,10 +122,76 @@ export function registerSignInPages({
       }
       throw error;
     }
-    if (requestId) await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), signedUp);
-    return reply
-      .code(303)
-      .header('location', requestId ? continueUrl(requestId) : `${loginPath}/verify-email`)
-      .send();
+    // The same page whatever the address: no account and no session exist until the link is confirmed.
+    return page(reply, views.signUpSentPage({ loginPath, email, requestId, app: found?.app, mailHint }));
+  });
+
+  // The sign-up link: a GET (or HEAD: mail scanners) shows the address and a button; only the POST acts.
+  const invalidLink = () =>
+    views.messagePage({
+      loginPath,
+      title: 'This link does not work',
+      message: 'The link is invalid, expired or was used already. Sign up again to get a new one.',
+      role: 'alert',
+      link: { href: `${loginPath}/sign-up`, text: 'Sign up' },
+    });
+  app.get(
+    '/sign-up/confirm',
+    { schema: { querystring: Type.Object({ token: Type.String({ maxLength: 256 }) }) } },
+    async (request, reply) => {
+      // The token is in this page's address: no Referer may carry it further.
+      reply.header('referrer-policy', 'no-referrer');
+      const found = await app.services.accounts.pendingSignUp(request.query.token);
+      if (!found) return page(reply, invalidLink(), 400);
+      return page(
+        reply,
+        views.signUpConfirmPage({
+          loginPath,
+          csrf: csrfToken(request, reply),
+          token: request.query.token,
+          email: found.email,
+        }),
+      );
+    },
+  );
+  app.post('/sign-up/confirm', { schema: { body: Form } }, async (request, reply) => {
+    checkCsrf(request, request.body);
+    const result = await app.services.accounts.confirmSignUp(first(request.body.token) ?? '', meta(request));
+    if (result.outcome === 'invalid') return page(reply, invalidLink(), 400);
+    if (result.outcome === 'exists') {
+      return page(
+        reply,
+        views.messagePage({
+          loginPath,
+          title: 'An account with this address exists',
+          message: 'An account with this e-mail address exists already; nothing was created. Sign in instead.',
+          role: 'alert',
+          link: { href: `${loginPath}/sign-in`, text: 'Sign in' },
+        }),
+        409,
+      );
+    }
+    // Signed in only in the browser that started the authorization request and signed up with it: the
+    // person who opens the mail elsewhere may not be the one who chose the password.
+    const requestId = result.requestId;
+    if (requestId && (await app.services.authorization.pendingRequest(requestId, app.browserBinding(request)))) {
+      const { token, session } = await app.services.sessions.signedIn(result.user.id, meta(request));
+      app.setSessionCookie(reply, token);
+      await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), {
+        userId: result.user.id,
+        sessionId: session.id,
+      });
+      return reply.code(303).header('location', continueUrl(requestId)).send();
+    }
+    return page(
+      reply,
+      views.messagePage({
+        loginPath,
+        title: 'Your account is ready',
+        message: `Your account for ${result.user.email} is created and its address verified. Sign in to use it.`,
+        role: 'status',
+        link: { href: `${loginPath}/sign-in`, text: 'Sign in' },
+      }),
+    );
   });
 }

@@ -374,3 +374,42 @@ ${notYouForm({ loginPath: o.loginPath, csrf: o.csrf, email: o.signedInAs, return
 }`,
   });
 }
+
+/**
+ * The answer to every accepted sign-up (issue 31, item 3): the same page whether the address is free or
+ * has an account (the mail differs, the page does not), and no account or session yet.
+ */
+export function signUpSentPage(o: {
+  loginPath: string;
+  email: string;
+  requestId?: string | undefined;
+  app?: AppBrand | undefined;
+  mailHint?: string | undefined;
+}): string {
+  const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
+  return layout({
+    title: 'Check your inbox',
+    loginPath: o.loginPath,
+    app: o.app,
+    body: html`<h1>Check your inbox</h1>
+<p role="status">We sent a link to <strong>${o.email}</strong>. Open it and confirm to create your account; \
+the link expires in a day. If the address has an account already, the mail tells you how to get back in.</p>
+${devMailHint(o.mailHint)}
+<p>Have an account? <a href="${o.loginPath}/sign-in${q}">Sign in</a></p>`,
+  });
+}
+
+/** The page a sign-up link opens (a GET changes nothing): it names the address; the button confirms. */
+export function signUpConfirmPage(o: { loginPath: string; csrf: string; token: string; email: string }): string {
+  return layout({
+    title: 'Create your account',
+    loginPath: o.loginPath,
+    body: html`<h1>Create your account for ${o.email}</h1>
+<p>Confirm that <strong>${o.email}</strong> is your e-mail address to create the account with the password \
+chosen when signing up. If you did not sign up yourself, do not confirm: close this page and nothing is created.</p>
+<form method="post" action="${o.loginPath}/sign-up/confirm">
+${hidden('csrf', o.csrf)}${hidden('token', o.token)}
+<button type="submit">Create my account</button>
+</form>`,
+  });
+}

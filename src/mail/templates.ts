@@ -10,12 +10,13 @@ export function verificationMail(to: string, link: string, applicationName: stri
     link,
     text:
       `Hello,\n\nplease confirm your e-mail address${forApp} on the page this link opens:\n\n${link}\n\n` +
-      'Opening the link changes nothing until you press the button there. If you did not ask for it, ignore this mail.\n',
+      'Opening the link changes nothing until you press the button there. ' +
+      'If you did not ask for it, ignore this mail.\n',
     html:
       html`<p>Hello,</p><p>please confirm your e-mail address${forApp} on the page this link opens:</p>`.value +
       html`<p><a href="${link}">Verify my e-mail address</a></p>`.value +
-      html`<p>Opening the link changes nothing until you press the button there. If you did not ask for it, ignore this mail.</p>`
-        .value,
+      html`<p>Opening the link changes nothing until you press the button there. `.value +
+      html`If you did not ask for it, ignore this mail.</p>`.value,
   };
 }
 
@@ -104,5 +105,50 @@ export function emailChangedMail(to: string, newEmail: string, when: Date): Mail
       html`mail about it no longer comes here.</p>`.value +
       html`<p>If this was not you, your account may be in the wrong hands: `.value +
       html`contact the operator of this service.</p>`.value,
+  };
+}
+
+/** A sign-up for a free address (or one held by an unverified account): the link creates the account. */
+export function signUpConfirmMail(to: string, link: string, applicationName: string | undefined): MailMessage {
+  const forApp = applicationName ? ` (to continue to ${applicationName})` : '';
+  return {
+    kind: 'sign-up-confirmation',
+    to,
+    subject: 'Confirm your e-mail address to create your account',
+    link,
+    text:
+      `Hello,\n\nsomeone (hopefully you) signed up with the address ${to}${forApp}. ` +
+      `Confirm your e-mail address to create your account:\n\n${link}\n\n` +
+      'The link opens a page with a button; no account exists until you press it. ' +
+      'If you did not sign up, ignore this mail: nothing is created.\n',
+    html:
+      html`<p>Hello,</p><p>someone (hopefully you) signed up with the address ${to}${forApp}. `.value +
+      html`Confirm your e-mail address to create your account:</p>`.value +
+      html`<p><a href="${link}">Confirm and create my account</a></p>`.value +
+      html`<p>The link opens a page with a button; no account exists until you press it. `.value +
+      html`If you did not sign up, ignore this mail: nothing is created.</p>`.value,
+  };
+}
+
+/** A sign-up with the address of an existing account: its owner is told, with a way back in. */
+export function signUpAttemptMail(to: string, resetLink: string, signInLink: string, minutes: number): MailMessage {
+  return {
+    kind: 'sign-up-attempt',
+    to,
+    subject: 'Someone tried to create an account with your address',
+    link: resetLink,
+    text:
+      `Hello,\n\nsomeone tried to create an account with your address ${to}, which has an account already. ` +
+      'Nothing was changed.\n\n' +
+      `If it was you and you forgot your password, choose a new one with this link:\n\n${resetLink}\n\n` +
+      `The link works once and expires in ${minutes} minutes. If you know your password, sign in: ` +
+      `${signInLink}\n\nIf it was not you, ignore this mail.\n`,
+    html:
+      html`<p>Hello,</p><p>someone tried to create an account with your address ${to}, `.value +
+      html`which has an account already. Nothing was changed.</p>`.value +
+      html`<p>If it was you, <a href="${signInLink}">sign in</a> or `.value +
+      html`<a href="${resetLink}">choose a new password</a>.</p>`.value +
+      html`<p>The link works once and expires in ${String(minutes)} minutes. `.value +
+      html`If it was not you, ignore this mail.</p>`.value,
   };
 }

@@ -1,4 +1,5 @@
 // Sign-up, sign-in and e-mail verification for the hosted login (pages and JSON endpoints alike).
+// Sign-up proves mailbox control before an account exists (issue 31, item 3; see signUp, confirmSignUp).
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import { findUserByEmail, findUserById, insertUser, updateUserRow } from '../../db/repositories/users.js';
@@ -9,13 +10,21 @@ import {
   insertEmailVerificationToken,
   markAddressVerified,
 } from '../../db/repositories/email-verification.js';
+import {
+  consumeSignUpRequest,
+  deleteTakenOverUser,
+  findLiveSignUpRequest,
+  insertSignUpRequest,
+  lockUserByEmail,
+} from '../../db/repositories/sign-up-requests.js';
+import type { UserRow } from '../../db/tables.js';
 import type { Config } from '../config.js';
 import { deviceAccount } from '../device-cookie.js';
 import type { AccountUser } from '../domain/user.js';
 import { AppError } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { MetricEvents } from '../metrics.js';
-import { verificationMail } from '../mail/templates.js';
+import { signUpAttemptMail, signUpConfirmMail, verificationMail } from '../mail/templates.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import { hashPassword, needsRehash, newPasswordProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
@@ -37,6 +46,28 @@ export const INVALID_CREDENTIALS = new AppError(
 /** The shape of an acceptable e-mail address (sign-up, e-mail change). */
 export const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 
+/** A sign-up link's shape (generateToken: 256 bits, base64url). */
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
+
+/**
+ * An account that gives no claim to its address: made by sign-up, never verified, not an administrator.
+ * A confirmed sign-up for the address replaces it; the clean-up job removes it after UNVERIFIED_ACCOUNT_TTL.
+ */
+function claimable(user: Pick<UserRow, 'self_registered' | 'email_verified' | 'role'>): boolean {
+  return user.self_registered && !user.email_verified && user.role !== 'admin';
+}
+
+export type SignUpConfirmation =
+  | { outcome: 'invalid' }
+  | { outcome: 'exists'; email: string }
+  | {
+      outcome: 'created';
+      user: AccountUser;
+      requestId: string | null;
+      clientId: string | null;
+      redirectUri: string | null;
+    };
+
 export function createAccountService(deps: {
   db: Db;
   config: Config;
@@ -48,6 +79,8 @@ export function createAccountService(deps: {
     inspect(token: string): Promise<{ userId: string; email: string; previousEmail: string } | undefined>;
     confirm(token: string, userId: string | undefined): Promise<{ user: AccountUser } | undefined>;
   };
+  /** The reset link of the "someone tried to sign up with your address" mail. */
+  recovery?: { resetLinkFor(user: { id: string }, meta: RequestMeta): Promise<string> };
 }) {
   const { db, config } = deps;
 
@@ -78,11 +111,20 @@ export function createAccountService(deps: {
   return {
     sendVerification,
 
+    /**
+     * A sign-up (issue 31, item 3): never an account or a session before the mailbox owner acts, and the
+     * same answer whether the address is free or held. Input errors answer 400 VALIDATION_ERROR (they do
+     * not depend on the address); otherwise the password is hashed in every case, then:
+     *  - a free address, or one held only by a self-registered account that never verified it: a pending
+     *    sign-up is stored and its link mailed ("confirm your e-mail address to create your account");
+     *  - an address of any other account: nothing is stored but a reset token, and the owner is told
+     *    someone tried, with a normal reset link (a disabled account gets nothing).
+     */
     async signUp(
       input: { email: string; password: string; name?: string | undefined },
       meta: RequestMeta,
       pending: { requestId?: string; clientId?: string; clientName?: string; redirectUri?: string },
-    ) {
+    ): Promise<{ email: string }> {
       const problems: Array<{ field: string; message: string }> = [];
       const email = input.email.trim();
       if (!EMAIL.test(email) || email.length > 254)
@@ -92,39 +134,105 @@ export function createAccountService(deps: {
       const name = input.name?.trim();
       if (name && name.length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);
+      // Hashed whatever the address: the answer takes as long for an address that has an account.
       const passwordHash = await hashPassword(input.password);
+      const holder = await findUserByEmail(db, email);
+      if (holder && !claimable(holder)) {
+        if (!holder.disabled && deps.recovery) {
+          const resetLink = await deps.recovery.resetLinkFor(holder, meta);
+          deps.mailer.sendInBackground(
+            signUpAttemptMail(
+              holder.email,
+              resetLink,
+              `${config.loginUrl}/sign-in`,
+              Math.round(config.ttl.resetToken / 60),
+            ),
+          );
+        }
+        return { email };
+      }
+      const token = generateToken();
+      await insertSignUpRequest(db, {
+        token_hash: hashToken(token),
+        email,
+        password_hash: passwordHash,
+        name: name || null,
+        request_id: pending.requestId ?? null,
+        client_id: pending.clientId ?? null,
+        redirect_uri: pending.redirectUri ?? null,
+        ip: meta.ip,
+        expires_at: new Date(Date.now() + config.ttl.emailVerification * 1000),
+      });
+      const link = `${config.loginUrl}/sign-up/confirm?token=${encodeURIComponent(token)}`;
+      deps.mailer.sendInBackground(signUpConfirmMail(email, link, pending.clientName));
+      return { email };
+    },
+
+    /** The address a live sign-up link would create an account for (reads only: a GET of the link). */
+    async pendingSignUp(token: string): Promise<{ email: string } | undefined> {
+      if (!TOKEN_SHAPE.test(token)) return undefined;
+      const row = await findLiveSignUpRequest(db, hashToken(token));
+      return row && { email: row.email };
+    },
+
+    /**
+     * Confirms a sign-up link (a POST), in one transaction: consumes the pending sign-up; an account of an
+     * operator or a verified one holding the address by now wins ('exists', nothing created); a
+     * self-registered, never-verified holder is deleted (its sessions, grants, tokens and links with it;
+     * audited user.address_taken_over); then the new account is created, its address verified.
+     */
+    async confirmSignUp(token: string, meta: RequestMeta): Promise<SignUpConfirmation> {
+      if (!TOKEN_SHAPE.test(token)) return { outcome: 'invalid' };
       try {
-        const { user, token, sessionId } = await db.transaction().execute(async (trx) => {
+        return await db.transaction().execute(async (trx): Promise<SignUpConfirmation> => {
+          const row = await consumeSignUpRequest(trx, hashToken(token));
+          if (!row) return { outcome: 'invalid' };
+          const holder = await lockUserByEmail(trx, row.email);
+          if (holder && !claimable(holder)) return { outcome: 'exists', email: holder.email };
+          const removed = holder && { id: holder.id, rows: await deleteTakenOverUser(trx, holder.id) };
           const user = await insertUser(trx, {
             id: randomUUID(),
-            email,
-            password_hash: passwordHash,
-            name: name || null,
+            email: row.email,
+            password_hash: row.password_hash,
+            name: row.name,
             given_name: null,
             family_name: null,
             picture: null,
             permissions: '[]',
+            email_verified: true,
+            self_registered: true,
           });
-          const { token, session } = await deps.sessions.create(user.id, meta, trx);
+          if (removed) {
+            await appendAuditEvent(trx, {
+              type: 'user.address_taken_over',
+              userId: user.id,
+              ip: meta.ip,
+              detail: { previousUserId: removed.id, ...removed.rows },
+            });
+          }
           await appendAuditEvent(trx, {
             type: 'user.signed_up',
             userId: user.id,
-            clientId: pending.clientId ?? null,
+            clientId: row.client_id,
+            ip: row.ip,
+          });
+          await appendAuditEvent(trx, {
+            type: 'user.email_verified',
+            userId: user.id,
+            clientId: row.client_id,
             ip: meta.ip,
           });
-          return { user, token, sessionId: session.id };
+          return {
+            outcome: 'created',
+            user: toAccountUser(user),
+            requestId: row.request_id,
+            clientId: row.client_id,
+            redirectUri: row.redirect_uri,
+          };
         });
-        await sendVerification(user, pending);
-        return { user: toAccountUser(user), sessionToken: token, sessionId };
       } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw new AppError(
-            409,
-            'EMAIL_TAKEN',
-            'An account with this e-mail address exists already; sign in instead',
-            [{ field: 'email', message: 'An account with this e-mail address exists already; sign in instead' }],
-          );
-        }
+        // A concurrent confirmation for the same address won; this link stays usable (rolled back).
+        if (isUniqueViolation(error)) return { outcome: 'exists', email: '' };
         throw error;
       }
     },

@@ -18,6 +18,7 @@ export const AUDIT_EVENT_TYPES = [
   'user.signed_in',
   'user.sign_in_failed',
   'user.email_verified',
+  'user.address_taken_over',
   'session.revoked',
   'authorization.granted',
   'consent.granted',

@@ -1,4 +1,5 @@
-// The clean-up job: expired codes, tokens, sessions, pending requests and verification links, plus
+// The clean-up job: expired codes, tokens, sessions, pending requests, pending sign-ups and verification
+// links, self-registered accounts that never verified their address (UNVERIFIED_ACCOUNT_TTL), plus
 // retired signing keys past the longest ID-token lifetime. Small batches, a pause between them, so it
 // never holds up requests.
 import type { Db } from '../../db/create-db.js';
@@ -20,7 +21,10 @@ export function createCleanupJob(deps: {
 
   async function runOnce(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};
-    for (const rule of expiryRules({ sessionIdleSeconds: deps.config.ttl.sessionIdle })) {
+    for (const rule of expiryRules({
+      sessionIdleSeconds: deps.config.ttl.sessionIdle,
+      unverifiedAccountSeconds: deps.config.ttl.unverifiedAccount,
+    })) {
       let total = 0;
       for (;;) {
         const n = await deleteExpiredBatch(deps.db, rule, batchSize);

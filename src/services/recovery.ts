@@ -92,6 +92,15 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
       log.info('password reset requested for an address without an active account; nothing sent');
       return;
     }
+    const link = await newResetLink(user, target, meta);
+    deps.mailer.sendInBackground(passwordResetMail(user.email, link, Math.round(config.ttl.resetToken / 60)));
+  }
+
+  /**
+   * Stores a fresh reset token for the user (superseding older links, audited as password_reset.requested)
+   * and returns its mailed link: single use, RESET_TOKEN_TTL, to `target` (checked by the caller).
+   */
+  async function newResetLink(user: { id: string }, target: string, meta: RequestMeta): Promise<string> {
     const token = generateToken();
     await db.transaction().execute(async (trx) => {
       const superseded = await resets.replacePasswordResetToken(trx, {
@@ -108,13 +117,18 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
       });
     });
     // The link carries the checked target, so an unusable link can still send the browser back there.
-    const link = `${config.issuer}/reset-password/${token}?redirectTo=${encodeURIComponent(target)}`;
-    deps.mailer.sendInBackground(passwordResetMail(user.email, link, Math.round(config.ttl.resetToken / 60)));
+    return `${config.issuer}/reset-password/${token}?redirectTo=${encodeURIComponent(target)}`;
   }
 
   return {
     trustedTarget,
     resetPage,
+
+    /**
+     * A normal reset link to the hosted reset page, for a mail that is not a reset request (a sign-up
+     * with the address of an existing account: "if it was you, reset your password").
+     */
+    resetLinkFor: (user: { id: string }, meta: RequestMeta) => newResetLink(user, resetPage, meta),
 
     /** Checks the target (400 INVALID_REDIRECT) and returns at once; the rest happens in the background. */
     async requestReset(

@@ -1,6 +1,6 @@
 // A real browser (Debian's headless Chromium, driven by playwright-core) signs up through the hosted
-// pages: sign-in → "Create one" → sign-up → check your inbox → the mailed link → consent → Allow → the
-// client's callback. Screenshots of each page go to .tap/screenshots/.
+// pages: sign-in → "Create one" → sign-up → check your inbox → the mailed link → its "Create my account"
+// button → consent → Allow → the client's callback. Screenshots of each page go to .tap/screenshots/.
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
@@ -108,16 +108,38 @@ t.test(
     await shot('2-sign-up');
     await page.getByRole('button', { name: 'Create account' }).click();
 
-    // 3. "Check your inbox".
-    await page.waitForURL(/\/login\/verify-email\?request=/);
+    // 3. "Check your inbox": the answer to the sign-up itself; no account and no session exist yet.
     await t.resolves(
       page.getByRole('heading', { name: 'Check your inbox' }).waitFor(),
       'the check-your-inbox page is shown',
     );
     t.match(await page.locator('main').innerText(), email, 'it names the address the link went to');
+    t.notOk(
+      (await context.cookies(ctx.baseUrl)).some((c) => c.name === 'idp.session'),
+      'no session before the mailbox owner confirms (issue 31)',
+    );
     await shot('3-check-inbox');
 
-    // The session cookie the sign-up set is HttpOnly.
+    // 4. The mailed link, opened in the same browser: a page naming the address, with a button.
+    const mail = await ctx.smtp.waitFor(email, 30000);
+    t.equal(mail.subject, 'Confirm your e-mail address to create your account');
+    const link = linkIn(mail);
+    t.match(
+      link,
+      new RegExp(`^${ctx.baseUrl}/login/sign-up/confirm\\?token=`),
+      'the mail links to the confirmation page',
+    );
+    await page.goto(link);
+    await t.resolves(
+      page.getByRole('heading', { name: `Create your account for ${email}` }).waitFor(),
+      'the link opens a page naming the address and the action',
+    );
+    await shot('4-confirm-sign-up');
+    await page.getByRole('button', { name: 'Create my account' }).click();
+    await page.waitForURL(new RegExp(`^${ctx.baseUrl}/login/consent\\?request=`));
+    t.match(page.url(), new RegExp(`^${ctx.baseUrl}/login/consent\\?request=`), 'after confirming, the consent page');
+
+    // The session cookie the confirmation set (this browser started the request) is HttpOnly.
     const cookies = await context.cookies(ctx.baseUrl);
     const session = cookies.find((c) => c.name === 'idp.session');
     t.ok(session, 'a session cookie is set');
@@ -132,20 +154,6 @@ t.test(
       'no cookie is readable from script',
     );
 
-    // 4. The mailed link, opened in the same browser page, continues to consent.
-    const mail = await ctx.smtp.waitFor(email, 30000);
-    const link = linkIn(mail);
-    t.match(
-      link,
-      new RegExp(`^${ctx.baseUrl}/login/verify-email/confirm\\?token=`),
-      'the mail links to the confirmation page',
-    );
-    await page.goto(link);
-    // Opening the link changes nothing (issue 31): its page names the address; the button confirms.
-    await t.resolves(page.getByRole('heading', { name: `Confirm ${email} for your account` }).waitFor());
-    await page.getByRole('button', { name: 'Confirm this address' }).click();
-    await page.waitForURL(/\/login\/consent\?request=/);
-    t.match(page.url(), new RegExp(`^${ctx.baseUrl}/login/consent\\?request=`), 'after verification, the consent page');
     await t.resolves(page.getByRole('heading', { name: 'Browser App wants to' }).waitFor());
     const items = await page.locator('ul.scopes li').allInnerTexts();
     const expected = SCOPES.filter((s) => ['openid', 'profile', 'email'].includes(s.name)).map(
@@ -156,7 +164,7 @@ t.test(
     t.match(items.join('\n'), 'See your name and profile picture');
     t.match(items.join('\n'), 'See your e-mail address and whether it is verified');
     t.match(await page.locator('main').innerText(), `Signed in as ${email}`);
-    await shot('4-consent');
+    await shot('5-consent');
 
     // 5. Allow → the client's callback with code, state and iss.
     await page.getByRole('button', { name: 'Allow' }).click();

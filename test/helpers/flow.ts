@@ -1,4 +1,6 @@
 // Walks authorize → sign-in → consent → code → token with app.inject, for tests that need tokens.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 
@@ -148,6 +150,154 @@ export async function userinfo(app: FastifyInstance, accessToken: string) {
     url: '/api/auth/oauth2/userinfo',
     headers: { authorization: `Bearer ${accessToken}` },
   });
+}
+
+// Sign-up (issue 31, item 3): the account exists only once the mailed link is confirmed (GET the page,
+// POST its button). These helpers find the link in the mail and walk the confirmation, so a test that
+// needs a fresh account changes little.
+
+/** The subject of the mail a sign-up sends to a free address (or one held by an unverified account). */
+export const SIGN_UP_MAIL_SUBJECT = 'Confirm your e-mail address to create your account';
+/** The subject of the mail a sign-up sends to the owner of an existing account. */
+export const SIGN_UP_ATTEMPT_SUBJECT = 'Someone tried to create an account with your address';
+
+/** Finds the newest not yet taken link of a mail to `to` with `subject` (waits for it to arrive). */
+export type MailLinks = (to: string, subject?: string) => Promise<string>;
+
+const LINK = /https?:\/\/\S+/;
+
+async function poll<T>(find: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 10000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await find();
+    if (found !== undefined) return found;
+    if (Date.now() > until) throw new Error(`no ${what} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function linkFinder(list: () => Promise<Array<{ to: string; subject: string; text: string }>>): MailLinks {
+  const taken = new Set<string>();
+  return (to, subject = SIGN_UP_MAIL_SUBJECT) =>
+    poll(async () => {
+      for (const mail of (await list()).reverse()) {
+        if (!mail.to.toLowerCase().includes(to.toLowerCase()) || mail.subject !== subject) continue;
+        const link = LINK.exec(mail.text)?.[0];
+        if (link && !taken.has(link)) {
+          taken.add(link);
+          return link;
+        }
+      }
+      return undefined;
+    }, `mail "${subject}" for ${to}`);
+}
+
+/** Links from the in-process SMTP server (test/helpers/smtp.ts). */
+export function smtpLinks(smtp: { mails: Array<{ to: string; subject: string; text: string }> }): MailLinks {
+  return linkFinder(async () => [...smtp.mails]);
+}
+
+/** Links from DATA_DIR/outbox.jsonl (no SMTP_URL: the mailer keeps mail there). */
+export function outboxLinks(dataDir: string): MailLinks {
+  const outbox = join(dataDir, 'outbox.jsonl');
+  return linkFinder(async () => {
+    const text = await readFile(outbox, 'utf8').catch(() => '');
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { to: string; subject: string; text: string });
+  });
+}
+
+/** Opens a mailed sign-up link (GET: a page with a button) and presses the button (POST), in `browser`. */
+export async function confirmSignUpLink(app: FastifyInstance, link: string, browser: Record<string, string> = {}) {
+  const page = await app.inject({ method: 'GET', url: pathOf(link), cookies: browser });
+  if (page.statusCode !== 200) throw new Error(`sign-up link page: ${page.statusCode} ${page.body.slice(0, 300)}`);
+  const jar = { ...browser, ...cookiesOf(page) };
+  const res = await app.inject({
+    method: 'POST',
+    url: new URL(link).pathname,
+    cookies: jar,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      csrf: hiddenField(page.body, 'csrf'),
+      token: hiddenField(page.body, 'token'),
+    }).toString(),
+  });
+  return { page, res, jar: { ...jar, ...cookiesOf(res) } };
+}
+
+/**
+ * Signs up (the hosted page, or the JSON endpoint with via: 'json') and confirms the mailed link in the same
+ * browser. With requestId (a request this browser holds) the confirmation signs the browser in and
+ * answers 303 to the request's continue URL. Without one, signIn: true signs in afterwards on the hosted
+ * page, for tests that need a session of the new account. `jar` is the browser's cookies at the end.
+ */
+export async function signUpAndConfirm(
+  app: FastifyInstance,
+  links: MailLinks,
+  o: {
+    email: string;
+    password: string;
+    name?: string;
+    requestId?: string | undefined;
+    browser?: Record<string, string>;
+    via?: 'page' | 'json';
+    signIn?: boolean;
+    remoteAddress?: string;
+  },
+) {
+  let jar = { ...(o.browser ?? {}) };
+  const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
+  let signUp: LightMyRequestResponse;
+  if (o.via === 'json') {
+    signUp = await app.inject({
+      method: 'POST',
+      url: '/api/auth/sign-up',
+      cookies: jar,
+      ...(o.remoteAddress && { remoteAddress: o.remoteAddress }),
+      payload: {
+        email: o.email,
+        password: o.password,
+        ...(o.name && { name: o.name }),
+        ...(o.requestId && { request: o.requestId }),
+      },
+    });
+    if (signUp.statusCode !== 201) throw new Error(`sign-up: ${signUp.statusCode} ${signUp.body}`);
+  } else {
+    const page = await app.inject({
+      method: 'GET',
+      url: `/login/sign-up${q}`,
+      cookies: jar,
+      ...(o.remoteAddress && { remoteAddress: o.remoteAddress }),
+    });
+    jar = { ...jar, ...cookiesOf(page) };
+    signUp = await app.inject({
+      method: 'POST',
+      url: '/login/sign-up',
+      cookies: jar,
+      ...(o.remoteAddress && { remoteAddress: o.remoteAddress }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({
+        csrf: hiddenField(page.body, 'csrf'),
+        email: o.email,
+        password: o.password,
+        ...(o.name && { name: o.name }),
+        ...(o.requestId && { request: o.requestId }),
+      }).toString(),
+    });
+    if (signUp.statusCode !== 200) throw new Error(`sign-up: ${signUp.statusCode} ${signUp.body.slice(0, 300)}`);
+  }
+  jar = { ...jar, ...cookiesOf(signUp) };
+  const confirmed = await confirmSignUpLink(app, await links(o.email), jar);
+  jar = confirmed.jar;
+  const confirm = confirmed.res;
+  if (o.signIn && !o.requestId) {
+    const signed = await signInWithInject(app, o.email, o.password, undefined, jar);
+    if (signed.res.statusCode !== 303) throw new Error(`sign-in after sign-up: ${signed.res.statusCode}`);
+    jar = signed.jar;
+  }
+  return { signUp, confirm, jar };
 }
 
 /**

@@ -3,7 +3,14 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
-import { obtainCode, obtainTokens, signInWithInject, tokenRequest } from '../helpers/flow.js';
+import {
+  confirmSignUpLink,
+  obtainCode,
+  obtainTokens,
+  outboxLinks,
+  signInWithInject,
+  tokenRequest,
+} from '../helpers/flow.js';
 
 // Copied from decisions.md, "Events" (the design folder is not part of the repository).
 const listed = [
@@ -54,6 +61,9 @@ t.test('every event type of decisions.md is recorded by its feature', async (t) 
     payload: { email, password },
   });
   t.equal(signUp.statusCode, 201);
+  // Issue 31: the account exists once the mailed link is confirmed (outbox.jsonl: no SMTP_URL here).
+  const confirmed = await confirmSignUpLink(app, await outboxLinks(config.dataDir)(email));
+  t.equal(confirmed.res.statusCode, 200);
   await app.inject({
     method: 'POST',
     url: '/api/auth/sign-in',

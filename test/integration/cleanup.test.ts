@@ -119,3 +119,49 @@ t.test('the job runs on its interval and stops with the app', async (t) => {
   }>`select count(*)::int as n from authorization_requests where id = 'timed'`.execute(db);
   t.equal(left.rows[0]!.n, 0);
 });
+
+t.test('never-verified self-registered accounts expire after UNVERIFIED_ACCOUNT_TTL; others stay', async (t) => {
+  const ttl = config.ttl.unverifiedAccount;
+  t.equal(ttl, 604800, 'seven days by default');
+  const old = new Date(Date.now() - (ttl + 3600) * 1000);
+  const make = async (email: string, o: { selfRegistered: boolean; verified?: boolean; createdAt?: Date }) => {
+    const user = await app.services.users.create(
+      { email, password: 'unverified-password-1', emailVerified: o.verified ?? false },
+      { actor: 'test' },
+    );
+    await db
+      .updateTable('users')
+      .set({ self_registered: o.selfRegistered, ...(o.createdAt && { created_at: o.createdAt }) })
+      .where('id', '=', user.id)
+      .execute();
+    return user.id;
+  };
+  const stale = await make('stale-squatter@example.com', { selfRegistered: true, createdAt: old });
+  await app.services.sessions.create(stale, { ip: null, userAgent: null });
+  const young = await make('young-squatter@example.com', { selfRegistered: true });
+  const operator = await make('operator-made@example.com', { selfRegistered: false, createdAt: old });
+  const verified = await make('verified-self@example.com', { selfRegistered: true, verified: true, createdAt: old });
+  // Pending sign-ups: an expired one goes, a live one stays.
+  for (const [hash, expires] of [
+    ['expired-sign-up', past],
+    ['live-sign-up', new Date(Date.now() + 60_000)],
+  ] as const) {
+    await db
+      .insertInto('sign_up_requests')
+      .values({ token_hash: hash, email: `${hash}@example.com`, password_hash: 'x', expires_at: expires })
+      .execute();
+  }
+  const deleted = await app.services.cleanup.runOnce();
+  t.equal(deleted.users, 1);
+  t.equal(deleted.sign_up_requests, 1);
+  const left = (await db.selectFrom('users').select('id').execute()).map((u) => u.id);
+  t.notOk(left.includes(stale), 'the stale never-verified self-registered account is gone');
+  t.ok(left.includes(young), 'a younger one stays');
+  t.ok(left.includes(operator), 'an account an operator made never expires');
+  t.ok(left.includes(verified), 'a verified one stays');
+  t.equal((await db.selectFrom('sessions').select('id').where('user_id', '=', stale).execute()).length, 0);
+  t.same(
+    (await db.selectFrom('sign_up_requests').select('token_hash').execute()).map((r) => r.token_hash),
+    ['live-sign-up'],
+  );
+});

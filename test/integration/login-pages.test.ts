@@ -168,7 +168,7 @@ t.test('the application name is escaped wherever it is shown', async (t) => {
   t.match(res.body, /Evil &lt;script&gt;alert\(1\)&lt;\/script&gt; App/);
 });
 
-t.test('sign-up validates next to each field and refuses a taken e-mail', async (t) => {
+t.test('sign-up validates next to each field; a taken e-mail is answered like a free one', async (t) => {
   const page = await formPage('/login/sign-up');
   const bad = await post(
     '/login/sign-up',
@@ -179,13 +179,15 @@ t.test('sign-up validates next to each field and refuses a taken e-mail', async 
   t.match(bad.body, /id="field-email-error">Enter a valid e-mail address/);
   t.match(bad.body, /id="field-password-error">Use at least 8 characters/);
   t.match(bad.body, /value="not-an-email"/);
+  // Issue 31: no account oracle; the owner of the account gets a mail instead (test/integration/sign-up.test.ts).
   const taken = await post(
     '/login/sign-up',
     { csrf: page.csrf, name: 'X', email: 'PAT@example.com', password: 'long-enough-1' },
     page.jar,
   );
-  t.equal(taken.statusCode, 409);
-  t.match(taken.body, /exists already/);
+  t.equal(taken.statusCode, 200);
+  t.match(taken.body, /Check your inbox/);
+  t.notMatch(taken.body, /exists already/);
 });
 
 t.test('sign-up refuses a common password next to the password field, and creates nothing', async (t) => {
@@ -212,18 +214,31 @@ t.test('sign-up refuses a common password next to the password field, and create
     t.notOk(await findUserByEmail(database.db, email), `no account for ${email}`);
 });
 
+/**
+ * An unverified account signed in for the request, and its verification mail sent from the "check your
+ * inbox" page. (Sign-up no longer makes unverified accounts, issue 31: this is an operator's, or one
+ * made before the upgrade.)
+ */
+async function unverifiedSignIn(requestId: string, email: string, name: string) {
+  await app.services.users.create({ email, password: `${name}-password-1`, name }, actor);
+  const page = await formPage(`/login/sign-in?request=${requestId}`);
+  const res = await post(
+    '/login/sign-in',
+    { csrf: page.csrf, request: requestId, email, password: `${name}-password-1` },
+    page.jar,
+  );
+  const jar = { ...page.jar, ...cookiesOf(res) };
+  const inbox = await inject({ method: 'GET', url: `/login/verify-email?request=${requestId}`, cookies: jar });
+  await post('/login/verify-email/resend', { csrf: hiddenField(inbox.body, 'csrf'), request: requestId }, jar);
+  return { res, jar };
+}
+
 t.test(
-  'sign-up sends a verification mail; the link verifies once and lands on the post-verification page',
+  'an unverified account gets a verification mail; the link verifies once and lands on the post-verification page',
   async (t) => {
     const requestId = await startAuthorization(app);
-    const page = await formPage(`/login/sign-up?request=${requestId}`);
-    const res = await post(
-      '/login/sign-up',
-      { csrf: page.csrf, request: requestId, name: 'Vera', email: 'vera@example.com', password: 'vera-password-1' },
-      page.jar,
-    );
+    const { res, jar } = await unverifiedSignIn(requestId, 'vera@example.com', 'vera');
     t.equal(res.statusCode, 303);
-    const jar = { ...page.jar, ...cookiesOf(res) };
     const cont = await inject({
       method: 'GET',
       url: new URL(res.headers.location as string).pathname + new URL(res.headers.location as string).search,
@@ -264,14 +279,8 @@ t.test(
   'a verification link opened in another browser verifies, but only the browser of the request continues it',
   async (t) => {
     const requestId = await startAuthorization(app);
-    const page = await formPage(`/login/sign-up?request=${requestId}`);
-    const res = await post(
-      '/login/sign-up',
-      { csrf: page.csrf, request: requestId, name: 'Otto', email: 'otto@example.com', password: 'otto-password-1' },
-      page.jar,
-    );
+    const { res, jar } = await unverifiedSignIn(requestId, 'otto@example.com', 'otto');
     t.equal(res.statusCode, 303);
-    const jar = { ...page.jar, ...cookiesOf(res) };
     const link = new URL(linkIn(await smtp.waitFor('otto@example.com')));
     // Another browser (say, the phone that shows the mail) has a binding cookie of its own, or none.
     const elsewhere = await confirmMailedLink(app, link.href, { 'idp.authz': generateToken() });

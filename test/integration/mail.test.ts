@@ -165,19 +165,19 @@ t.test(
     t.notOk(failure.error.includes(SMTP_PASS), 'no password in lastFailure');
     t.notOk(failure.error.includes(SMTP_USER), 'no user name in lastFailure');
 
-    // Sign-up (verification mail) answers 201 with its normal body too.
+    // Sign-up (its confirmation mail) answers 201 with its normal body too.
     const signUp = await postJson(app, '/api/auth/sign-up', { email: `new-${email}`, password: 'mail-password-2' });
     t.equal(signUp.statusCode, 201);
-    t.same(signUp.json(), { status: true });
-    t.ok(
+    t.match(signUp.json(), { status: true, message: /Check your inbox/ });
+    t.notOk(
       signUp.cookies.some((c) => c.name === app.sessionCookieName),
-      'and signs the new user in',
+      'and signs nobody in (issue 31: the account exists once the mailed link is confirmed)',
     );
     await settle(app);
     const later = await readiness(app);
     t.equal(later.status, 200);
     t.match(later.body.mail, { sent: 0, failed: 2, retried: 6, pending: 0 });
-    t.equal(later.body.mail.lastFailure!.kind, 'email-verification');
+    t.equal(later.body.mail.lastFailure!.kind, 'sign-up-confirmation');
 
     const text = logs.text();
     t.match(text, 'mail could not be sent; giving up', 'the failure is logged');
@@ -252,14 +252,14 @@ t.test('sending never holds the HTTP response: the answer comes while the SMTP s
     return;
   }
   t.equal(signUp.statusCode, 201, 'answered while the mail is held by the server');
-  t.same(signUp.json(), { status: true });
+  t.match(signUp.json(), { status: true, message: /Check your inbox/ });
   for (let i = 0; i < 100 && smtp.state.dataStarted === 0; i++) await new Promise((r) => setTimeout(r, 20));
   t.equal(smtp.state.dataStarted, 1, 'the mail is in the middle of its delivery');
   t.match((await readiness(app)).body.mail, { sent: 0, pending: 1 }, 'and shows as pending');
   release();
   await settle(app);
   t.equal(smtp.state.received.length, 1);
-  t.equal(smtp.state.received[0]!.subject, 'Verify your e-mail address');
+  t.equal(smtp.state.received[0]!.subject, 'Confirm your e-mail address to create your account');
   t.match((await readiness(app)).body.mail, { sent: 1, failed: 0, pending: 0 });
 });
 
@@ -316,7 +316,7 @@ t.test('without SMTP_URL mails go to DATA_DIR/outbox.jsonl', async (t) => {
     all.map((m) => [m.to, m.subject]),
     [
       [email, 'Reset your password'],
-      ['outbox-new@example.com', 'Verify your e-mail address'],
+      ['outbox-new@example.com', 'Confirm your e-mail address to create your account'],
     ],
     'appended',
   );

@@ -275,6 +275,13 @@ t.test("the deleted user's tokens and sessions stop at once; others are untouche
   t.equal(signUp.statusCode, 201, 'the address is free again');
   await settle();
   t.ok(smtp.mails.length > 0);
+  // Issue 31: every sign-up answers 201; that the address is free shows in the mail it gets.
+  t.ok(
+    smtp.mails.some(
+      (m) => m.to.includes(alice.email) && m.subject === 'Confirm your e-mail address to create your account',
+    ),
+    'the sign-up link for a free address, not the "someone tried" mail',
+  );
 });
 
 t.test('the last enabled administrator cannot delete their account; with another one, they can', async (t) => {

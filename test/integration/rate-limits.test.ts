@@ -564,11 +564,16 @@ t.test('sign-up: per IP, JSON and hosted page', async (t) => {
   );
   check429(t, res, 60, 'JSON sign-up');
   t.equal(res.json().error, 'TOO_MANY_REQUESTS');
-  const created = await database.db.selectFrom('users').select('email').where('email', 'like', 'signup-%').execute();
+  // Issue 31: a sign-up stores a pending sign-up (the account comes with the mailed link).
+  const created = await database.db
+    .selectFrom('sign_up_requests')
+    .select('email')
+    .where('email', 'like', 'signup-%')
+    .execute();
   t.same(
     created.map((u) => u.email).sort(),
     ['signup-0@example.com', 'signup-1@example.com'],
-    'the refused sign-up created no account',
+    'the refused sign-up stored nothing',
   );
   t.equal(
     (await json(app, '/api/auth/sign-up', { email: 'signup-2@example.com', password: 'a-long-password-1' }, newIp()))
@@ -585,7 +590,7 @@ t.test('sign-up: per IP, JSON and hosted page', async (t) => {
       { email: `page-signup-${i}@example.com`, password: 'a-long-password-1', name: 'P' },
       pageIp,
     );
-    t.equal(page.statusCode, 303, `hosted sign-up ${i + 1}`);
+    t.equal(page.statusCode, 200, `hosted sign-up ${i + 1}`);
   }
   const page = await hostedPost(
     app,
@@ -1162,19 +1167,23 @@ t.test('the verification resend is limited per account and per IP, with the cool
   ).app;
   const ip = newIp();
 
+  // An unverified account signed in, with its first verification mail sent. (Sign-up no longer makes
+  // unverified accounts, issue 31: an operator's account, or one made before the upgrade, is the case.)
   async function signUp(email: string, from: string) {
-    const page = await guarded.inject({ method: 'GET', url: '/login/sign-up', remoteAddress: from });
+    const made = await guarded.services.users.create({ email, password: 'a-long-password-1' }, { actor: 'test' });
+    await guarded.services.accounts.sendVerification(made, {});
+    const page = await guarded.inject({ method: 'GET', url: '/login/sign-in', remoteAddress: from });
     const jar = merge({}, page);
     const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
     const res = await guarded.inject({
       method: 'POST',
-      url: '/login/sign-up',
+      url: '/login/sign-in',
       remoteAddress: from,
       cookies: jar,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ csrf, email, password: 'a-long-password-1', name: 'R' }).toString(),
+      payload: new URLSearchParams({ csrf, email, password: 'a-long-password-1' }).toString(),
     });
-    t.equal(res.statusCode, 303, `${email} signs up`);
+    t.equal(res.statusCode, 303, `${email} signs in`);
     return { jar: merge(jar, res), csrf };
   }
   const resend = (browser: { jar: Record<string, string>; csrf: string }, from: string) =>
@@ -1232,7 +1241,7 @@ t.test('sign-up mail is limited per target address (and per IP), with the cooldo
     codes.push(
       (await json(guarded, '/api/auth/sign-up', { email, password: 'a-long-password-1' }, newIp())).statusCode,
     );
-  t.same(codes, [201, 409], 'the first sign-up, then the address is taken');
+  t.same(codes, [201, 201], 'the first sign-up, then the second answers alike (issue 31: no account oracle)');
   const limited = await json(
     guarded,
     '/api/auth/sign-up',

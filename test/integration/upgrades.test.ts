@@ -69,6 +69,9 @@ const BACKFILLS: Record<string, (row: Row, all: Fixture[]) => unknown> = {
   'applications.post_logout_redirect_uris': () => [],
   'email_verification_tokens.email': (row, all) =>
     all.find((f) => f.table === 'users' && f.row.id === row.user_id)!.row.email,
+  // 0013-sign-up-requests: an account whose sign-up the audit trail records was self-registered.
+  'users.self_registered': (row, all) =>
+    all.some((f) => f.table === 'audit_events' && f.row.type === 'user.signed_up' && f.row.user_id === row.id),
 };
 
 const PASSWORD = 'alice-password-before-upgrade';
@@ -232,6 +235,8 @@ function dataset() {
     audit('user.created', { user_id: 'u-alice', detail: new Json({ email: 'alice@example.com' }) }),
     audit('application.created', { client_id: CLIENT, detail: new Json({ name: 'Upgrade RP' }) }),
     audit('user.signed_in', { actor: null, user_id: 'u-alice', detail: new Json({ sessionId: 's-alice' }) }),
+    // Dave signed up himself (and has not verified yet): 0013 marks him self-registered.
+    audit('user.signed_up', { actor: null, user_id: 'u-dave', detail: new Json({}) }),
     {
       table: 'signing_keys',
       key: ['kid'],
