@@ -152,3 +152,27 @@ export function signUpAttemptMail(to: string, resetLink: string, signInLink: str
       html`If it was not you, ignore this mail.</p>`.value,
   };
 }
+
+/**
+ * An e-mail change asked for with the address of another account (issue 31): its holder is told, with no
+ * link that acts; the asker was answered as for a free address, so the request is no account oracle.
+ */
+export function emailChangeAttemptMail(to: string): MailMessage {
+  return {
+    kind: 'email-change-attempt',
+    to,
+    subject: 'Someone asked to move another account to your address',
+    text:
+      `Hello,\n\nsomeone signed in to another account asked to use your address ${to} for that account. ` +
+      'Your address belongs to your account, so nothing changes unless you act: no link was sent, ' +
+      'and the other account cannot take your address while your account has it.\n\n' +
+      'If this is unexpected, you need not do anything. If you keep receiving such mails, ' +
+      'contact the operator of this service.\n',
+    html:
+      html`<p>Hello,</p><p>someone signed in to another account asked to use your address ${to} `.value +
+      html`for that account. Your address belongs to your account, so nothing changes unless you act: `.value +
+      html`no link was sent, and the other account cannot take your address while your account has it.</p>`.value +
+      html`<p>If this is unexpected, you need not do anything. If you keep receiving such mails, `.value +
+      html`contact the operator of this service.</p>`.value,
+  };
+}

@@ -308,13 +308,22 @@ t.test('e-mail change: errors next to the fields, then a link to the new address
   t.match(wrong.body, 'value="eve2@example.com"', 'the new address is kept');
   t.notMatch(wrong.body, 'nope nope nope', 'the password is never sent back');
 
+  // Another account's address answers as a free one does (issue 31: the form was an account oracle; it
+  // answered 409 with an error on the field): its holder gets a notice with no link, nothing changes.
   const taken = await post(
     '/login/account/email',
     { csrf, new_email: 'taken@example.com', password: PASSWORD },
     browser.jar,
   );
-  t.equal(taken.statusCode, 409);
-  assertInvalid(t, taken.body, 'email-new_email', 'email-new_email-hint email-new_email-error');
+  t.equal(taken.statusCode, 303);
+  t.equal(taken.headers.location, '/login/account?m=email-sent');
+  const takenPage = await get('/login/account?m=email-sent', browser.jar);
+  t.match(takenPage.body, 'role="status">We sent a confirmation link to the new address.');
+  t.match(takenPage.body, /id="pending-email">Waiting for confirmation: <strong>taken@example.com<\/strong>/);
+  const notice = await smtp.waitFor('taken@example.com');
+  t.equal(notice.subject, 'Someone asked to move another account to your address');
+  t.notMatch(notice.text, /https?:\/\//, 'no link in the notice');
+  t.notMatch(notice.text, 'eve@example.com', 'the notice does not name the asking account');
 
   const invalid = await post(
     '/login/account/email',
@@ -335,6 +344,11 @@ t.test('e-mail change: errors next to the fields, then a link to the new address
   t.match(page.body, 'role="status">We sent a confirmation link to the new address.');
   t.match(page.body, '<strong>eve@example.com</strong>', 'the address has not changed yet');
   t.match(page.body, /id="pending-email">Waiting for confirmation: <strong>eve.new@example.com<\/strong>/);
+  t.equal(
+    takenPage.body.replaceAll('taken@example.com', 'eve.new@example.com'),
+    page.body,
+    'the page reads the same as for the taken address',
+  );
   const mail = await smtp.waitFor('eve.new@example.com');
   const link = new URL(linkIn(mail));
   t.equal(link.pathname, '/login/verify-email/confirm');
@@ -344,6 +358,15 @@ t.test('e-mail change: errors next to the fields, then a link to the new address
   const changed = await get('/login/account', browser.jar);
   t.match(changed.body, '<strong>eve.new@example.com</strong>', 'the address changed once confirmed');
   t.notMatch(changed.body, 'id="pending-email"');
+  t.same(
+    smtp.mails.filter((m) => m.to === 'taken@example.com').map((m) => m.subject),
+    ['Someone asked to move another account to your address'],
+    'the holder got the notice only',
+  );
+  const holder = await signIn('taken@example.com');
+  const holderPage = await get('/login/account', holder.jar);
+  t.match(holderPage.body, '<strong>taken@example.com</strong>', 'the holder keeps the address');
+  t.notMatch(holderPage.body, 'id="pending-email"');
 });
 
 t.test(

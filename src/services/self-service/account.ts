@@ -18,7 +18,7 @@ import {
   exportRows,
   renewSessionSecret,
 } from '../../../db/repositories/self-service.js';
-import { findUserByEmail, lockUserById, updateUserRow } from '../../../db/repositories/users.js';
+import { lockUserById, updateUserRow } from '../../../db/repositories/users.js';
 import { AppError, validationError } from '../../errors.js';
 import { generateToken, hashToken } from '../../oauth/tokens.js';
 import { hashPassword, newPasswordProblem } from '../../passwords.js';
@@ -27,7 +27,6 @@ import { auditPseudonym } from '../audit.js';
 import { passwordChangedNotice } from '../recovery.js';
 import { revokeUserAccess } from '../revocation.js';
 import { confirmPassword, currentUser, signedOut } from './common.js';
-import { emailTaken } from './email-change.js';
 import { toProfile } from './profile.js';
 import { iso, isoOrNull, type RequestMeta, type SelfServiceDeps } from './types.js';
 
@@ -67,7 +66,7 @@ export function createAccountMethods(
       throw validationError([{ field: 'newEmail', message: 'This is your address already' }]);
     // Counted once the password is right: only the account's owner can spend the budget.
     await deps.guards.countEmailChange(userId, meta.ip, newEmail);
-    if (await findUserByEmail(db, newEmail)) throw emailTaken();
+    // Whether another account has the address is not told here (issue 31): request() answers the same.
     await deps.emailChanges.request(user, newEmail, meta);
   }
 

@@ -1,5 +1,7 @@
 // E-mail changes (issue 17). A request stores the new address with a single-use token and mails the
 // link to the NEW address (proof that the user holds it); nothing changes until the link is opened.
+// A request for an address another account has answers the same (issue 31: no account oracle): the
+// holder gets a notice instead, and the stored request has a token nobody was sent.
 // The link is the verification link (`${LOGIN_URL}/verify-email/confirm?token=`): accounts.verifyEmail
 // hands tokens it does not know to confirm(). Opening the link (GET or HEAD, which a mail scanner does
 // too) changes nothing: inspect() reads the request and the page asks for a POST (issue 31). Only a
@@ -19,12 +21,12 @@ import {
 } from '../../../db/repositories/email-changes.js';
 import { deleteUserEmailVerificationTokens } from '../../../db/repositories/email-verification.js';
 import { revokeUserPasswordResetTokens } from '../../../db/repositories/password-reset.js';
-import { updateUserRow } from '../../../db/repositories/users.js';
+import { findUserByEmail, updateUserRow } from '../../../db/repositories/users.js';
 import type { Config } from '../../config.js';
 import type { AccountUser } from '../../domain/user.js';
 import { AppError } from '../../errors.js';
 import type { Mailer } from '../../mail/mailer.js';
-import { emailChangedMail, emailChangeMail } from '../../mail/templates.js';
+import { emailChangeAttemptMail, emailChangedMail, emailChangeMail } from '../../mail/templates.js';
 import { generateToken, hashToken } from '../../oauth/tokens.js';
 import { isUniqueViolation } from '../db-errors.js';
 import { toAccountUser } from '../rows.js';
@@ -51,9 +53,16 @@ export const signInToConfirm = (signedIn: boolean) =>
 export function createEmailChangeService(deps: { db: Db; config: Config; mailer: Mailer }) {
   const { db, config } = deps;
   return {
-    /** Stores the request (killing older ones) and mails the link to the new address. */
+    /**
+     * Stores the request (killing older ones) and mails the link to the new address. When another account
+     * has the address (issue 31: the request is no account oracle), the asker sees exactly what a free
+     * address gives (the same answer, a pending address, the same audit event in the export): the request
+     * is stored the same way but its token is mailed to nobody, so it can never be confirmed; the holder
+     * gets a notice with no link that acts (none to a disabled account).
+     */
     async request(user: { id: string; email: string }, newEmail: string, meta: RequestMeta): Promise<void> {
       const token = generateToken();
+      const holder = await findUserByEmail(db, newEmail);
       await db.transaction().execute(async (trx) => {
         const superseded = await replaceEmailChangeToken(trx, {
           token_hash: hashToken(token),
@@ -69,7 +78,19 @@ export function createEmailChangeService(deps: { db: Db; config: Config; mailer:
           ip: meta.ip,
           detail: { newEmail, superseded },
         });
+        // For the operator, under the holder (never in the asker's export).
+        if (holder)
+          await appendAuditEvent(trx, {
+            type: 'email_change.address_taken',
+            userId: holder.id,
+            ip: meta.ip,
+            detail: { requestedBy: user.id, notified: !holder.disabled },
+          });
       });
+      if (holder) {
+        if (!holder.disabled) deps.mailer.sendInBackground(emailChangeAttemptMail(holder.email));
+        return;
+      }
       const link = `${config.loginUrl}/verify-email/confirm?token=${encodeURIComponent(token)}`;
       const minutes = Math.round(config.ttl.emailVerification / 60);
       deps.mailer.sendInBackground(emailChangeMail(newEmail, link, user.email, minutes));
