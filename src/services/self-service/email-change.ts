@@ -78,13 +78,15 @@ export function createEmailChangeService(deps: { db: Db; config: Config; mailer:
           ip: meta.ip,
           detail: { newEmail, superseded },
         });
-        // For the operator, under the holder (never in the asker's export).
+        // For the operator, under the holder (never in the asker's export). The asker is not named here: the
+        // holder's export shows this event, and the asker's own email_change.requested (same time, same
+        // address) already tells the operator who asked.
         if (holder)
           await appendAuditEvent(trx, {
             type: 'email_change.address_taken',
             userId: holder.id,
             ip: meta.ip,
-            detail: { requestedBy: user.id, notified: !holder.disabled },
+            detail: { notified: !holder.disabled },
           });
       });
       if (holder) {
