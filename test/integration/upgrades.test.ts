@@ -114,6 +114,8 @@ function dataset() {
       permissions: new Json([]),
       disabled: false,
       role: 'user',
+      // Written only at stops where the column exists (0013 and later); before, its backfill decides.
+      self_registered: false,
       created_at: at(-30 * day),
       updated_at: at(-day),
       ...extra,
@@ -195,7 +197,7 @@ function dataset() {
     }),
     user('u-bob', 'Bob@Example.com', { name: 'Bob', role: 'admin' }),
     user('u-carol', 'carol@example.com', { password_hash: null, disabled: true, email_verified: false }),
-    user('u-dave', 'dave@example.com', { email_verified: false }),
+    user('u-dave', 'dave@example.com', { email_verified: false, self_registered: true }),
     {
       table: 'applications',
       key: ['client_id'],
