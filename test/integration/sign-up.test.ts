@@ -432,3 +432,23 @@ t.test('five wrong passwords kill the link, even for the browser that signed up'
   t.equal(own.statusCode, 400, 'nor the browser that signed up');
   t.notOk(await findUserByEmail(db, 'guessed@example.com'), 'no account');
 });
+
+t.test('8 wrong passwords at once still get at most 5 checks; the link dies', async (t) => {
+  const { link } = await signedUpElsewhere('raced@example.com');
+  const page = await formPageOf(app, link.pathname + link.search, BROWSER_B);
+  const token = link.searchParams.get('token')!;
+  const answers = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      app.inject(form('/login/sign-up/confirm', { csrf: page.csrf, token, password: `guess ${i} long` }, page.jar)),
+    ),
+  );
+  t.ok(
+    answers.every((a) => a.statusCode === 400),
+    `all 400: ${answers.map((a) => a.statusCode).join()}`,
+  );
+  const checked = answers.filter((a) => /This is not the password|wrong too many times/.test(a.body)).length;
+  t.equal(checked, 5, 'five checks, no more');
+  t.equal(answers.filter((a) => /wrong too many times/.test(a.body)).length, 1);
+  const dead = await app.inject({ method: 'GET', url: link.pathname + link.search, cookies: BROWSER_B });
+  t.equal(dead.statusCode, 400, 'the link is dead');
+});
