@@ -237,9 +237,9 @@ export async function confirmSignUpLink(
 
 /**
  * Signs up (the hosted page, or the JSON endpoint with via: 'json') and confirms the mailed link in the same
- * browser. With requestId (a request this browser holds) the confirmation signs the browser in and
- * answers 303 to the request's continue URL. Without one, signIn: true signs in afterwards on the hosted
- * page, for tests that need a session of the new account. `jar` is the browser's cookies at the end.
+ * browser (its sign-up cookie: no password asked). The confirmation signs the browser in (issue 31); with
+ * requestId (a request this browser holds) it answers 303 to the request's continue URL. signIn: true
+ * signs in on the hosted page only if the confirmation set no session. `jar` is the browser's cookies.
  */
 export async function signUpAndConfirm(
   app: FastifyInstance,
