@@ -224,6 +224,10 @@ export interface SignUpRequestsTable {
   created_at: Timestamp;
   expires_at: Date;
   used_at: Date | null;
+  /** SHA-256 of the sign-up cookie of the browser that signed up (0016); null: every browser gives the password. */
+  browser_hash: string | null;
+  /** Password checks reserved by confirmations from other browsers (0016). */
+  password_attempts: Generated<number>;
 }
 
 export interface AdminSetupTokensTable {

@@ -32,6 +32,32 @@ export async function consumeSignUpRequest(db: Db, tokenHash: string): Promise<S
     .executeTakeFirst();
 }
 
+/**
+ * Reserves one password check of a confirmation from another browser, atomically and before the check
+ * (so that concurrent guesses cannot exceed the limit): the row with its count raised, or nothing when the
+ * link is dead or its `max` checks are spent.
+ */
+export async function reserveSignUpPasswordAttempt(
+  db: Db,
+  tokenHash: string,
+  max: number,
+): Promise<SignUpRequestRow | undefined> {
+  return db
+    .updateTable('sign_up_requests')
+    .set({ password_attempts: sql`password_attempts + 1` })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .where('password_attempts', '<', max)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Deletes a pending sign-up (its link dies). */
+export async function deleteSignUpRequest(db: Db, tokenHash: string): Promise<void> {
+  await db.deleteFrom('sign_up_requests').where('token_hash', '=', tokenHash).execute();
+}
+
 const BY_EMAIL_LOCKED = 'select * from users where lower(email) = lower($1) for update';
 
 /** The account holding the address, locked until the transaction ends (call inside one). */

@@ -78,6 +78,13 @@ declare module 'fastify' {
      * stores a pending request, so that the cookie outlives the request.
      */
     bindBrowser(request: FastifyRequest, reply: FastifyReply): string;
+    /** The secret of this browser's sign-up cookie, if it has one (issue 31: the browser that signed up). */
+    signUpBrowser(request: FastifyRequest): string | undefined;
+    /**
+     * The sign-up cookie's secret, (re)set on every sign-up answer (whatever the address: the answers stay
+     * alike) and lasting as long as a sign-up link; the pending sign-up stores only its hash.
+     */
+    bindSignUpBrowser(request: FastifyRequest, reply: FastifyReply): string;
   }
 }
 
@@ -242,6 +249,20 @@ export default fp(
     app.decorate('bindBrowser', (request: FastifyRequest, reply: FastifyReply) => {
       const value = browserBinding(request) ?? generateToken();
       reply.setCookie(bindingCookie, value, bindingAttributes);
+      return value;
+    });
+    // A pending sign-up is bound to the browser that made it (issue 31): its link confirms without the
+    // password only where this cookie is. One secret per browser, its hash in each sign-up request row.
+    const signUpCookie = config.cookieSecure ? '__Host-idp.signup' : 'idp.signup';
+    const signUpAttributes = { ...bindingAttributes, maxAge: config.ttl.emailVerification } as const;
+    const signUpBrowser = (request: FastifyRequest) => {
+      const value = request.cookies?.[signUpCookie];
+      return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
+    };
+    app.decorate('signUpBrowser', signUpBrowser);
+    app.decorate('bindSignUpBrowser', (request: FastifyRequest, reply: FastifyReply) => {
+      const value = signUpBrowser(request) ?? generateToken();
+      reply.setCookie(signUpCookie, value, signUpAttributes);
       return value;
     });
     app.addHook('onReady', async () => cleanup.start(config.cleanupIntervalSeconds));

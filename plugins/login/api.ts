@@ -158,7 +158,14 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
         : undefined;
       if (requestId && !found)
         throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
-      const { email } = await app.services.accounts.signUp(request.body, meta(request), verificationContext(found));
+      // The pending sign-up is bound to this browser (the cookie is set whatever the address: same answer).
+      const browserSecret = app.bindSignUpBrowser(request, reply);
+      const { email } = await app.services.accounts.signUp(
+        request.body,
+        meta(request),
+        verificationContext(found),
+        browserSecret,
+      );
       // The same answer whatever the address (issue 31, item 3): no account and no session until the
       // mailed link is confirmed on the hosted page.
       return reply.code(201).send({ status: true as const, message: signUpMessage(email) });

@@ -104,12 +104,15 @@ export function registerSignInPages({
     const requestId = first(form.request) || undefined;
     const found = await pending(request, requestId);
     const values = { email: first(form.email) ?? '', name: first(form.name) ?? '' };
+    // The pending sign-up is bound to this browser (the cookie is set whatever the address: same answer).
+    const browserSecret = app.bindSignUpBrowser(request, reply);
     let email: string;
     try {
       ({ email } = await app.services.accounts.signUp(
         { email: values.email, password: first(form.password) ?? '', name: values.name },
         meta(request),
         verificationContext(found),
+        browserSecret,
       ));
     } catch (error) {
       if (error instanceof AppError && error.code === 'VALIDATION_ERROR') {
@@ -127,6 +130,7 @@ export function registerSignInPages({
   });
 
   // The sign-up link: a GET (or HEAD: mail scanners) shows the address and a button; only the POST acts.
+  // In a browser other than the one that signed up, the page also asks for the password chosen at sign-up.
   const invalidLink = () =>
     views.messagePage({
       loginPath,
@@ -141,7 +145,7 @@ export function registerSignInPages({
     async (request, reply) => {
       // The token is in this page's address: no Referer may carry it further.
       reply.header('referrer-policy', 'no-referrer');
-      const found = await app.services.accounts.pendingSignUp(request.query.token);
+      const found = await app.services.accounts.pendingSignUp(request.query.token, app.signUpBrowser(request));
       if (!found) return page(reply, invalidLink(), 400);
       return page(
         reply,
@@ -150,14 +154,49 @@ export function registerSignInPages({
           csrf: csrfToken(request, reply),
           token: request.query.token,
           email: found.email,
+          askPassword: !found.sameBrowser,
         }),
       );
     },
   );
   app.post('/sign-up/confirm', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
-    const result = await app.services.accounts.confirmSignUp(first(request.body.token) ?? '', meta(request));
+    const token = first(request.body.token) ?? '';
+    const result = await app.services.accounts.confirmSignUp(token, meta(request), {
+      browserSecret: app.signUpBrowser(request),
+      password: first(request.body.password) || undefined,
+    });
     if (result.outcome === 'invalid') return page(reply, invalidLink(), 400);
+    if (result.outcome === 'wrong_password' && result.dead) {
+      return page(
+        reply,
+        views.messagePage({
+          loginPath,
+          title: 'This link does not work any more',
+          message: 'The password was wrong too many times; nothing was created. Sign up again to get a new link.',
+          role: 'alert',
+          link: { href: `${loginPath}/sign-up`, text: 'Sign up' },
+        }),
+        400,
+      );
+    }
+    if (result.outcome === 'password_required' || result.outcome === 'wrong_password') {
+      return page(
+        reply,
+        views.signUpConfirmPage({
+          loginPath,
+          csrf: csrfToken(request, reply),
+          token,
+          email: result.email,
+          askPassword: true,
+          error:
+            result.outcome === 'wrong_password'
+              ? 'This is not the password chosen at sign-up; nothing was created'
+              : 'Enter the password you chose when you signed up',
+        }),
+        400,
+      );
+    }
     if (result.outcome === 'exists') {
       return page(
         reply,
@@ -171,15 +210,16 @@ export function registerSignInPages({
         409,
       );
     }
-    // Signed in only in the browser that started the authorization request and signed up with it: the
-    // person who opens the mail elsewhere may not be the one who chose the password.
+    // Whoever confirmed is the person who chose the password (the browser that signed up, or someone who
+    // just gave it): this browser is signed in. The authorization request continues only in the browser
+    // that started it (bound to it).
+    const session = await app.services.sessions.signedIn(result.user.id, meta(request));
+    app.setSessionCookie(reply, session.token);
     const requestId = result.requestId;
     if (requestId && (await app.services.authorization.pendingRequest(requestId, app.browserBinding(request)))) {
-      const { token, session } = await app.services.sessions.signedIn(result.user.id, meta(request));
-      app.setSessionCookie(reply, token);
       await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), {
         userId: result.user.id,
-        sessionId: session.id,
+        sessionId: session.session.id,
       });
       return reply.code(303).header('location', continueUrl(requestId)).send();
     }
@@ -188,9 +228,9 @@ export function registerSignInPages({
       views.messagePage({
         loginPath,
         title: 'Your account is ready',
-        message: `Your account for ${result.user.email} is created and its address verified. Sign in to use it.`,
+        message: `Your account for ${result.user.email} is created and its address verified; you are signed in.`,
         role: 'status',
-        link: { href: `${loginPath}/sign-in`, text: 'Sign in' },
+        link: { href: `${loginPath}/`, text: 'Go to your account' },
       }),
     );
   });

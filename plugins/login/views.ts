@@ -400,7 +400,15 @@ ${devMailHint(o.mailHint)}
 }
 
 /** The page a sign-up link opens (a GET changes nothing): it names the address; the button confirms. */
-export function signUpConfirmPage(o: { loginPath: string; csrf: string; token: string; email: string }): string {
+export function signUpConfirmPage(o: {
+  loginPath: string;
+  csrf: string;
+  token: string;
+  email: string;
+  /** Not the browser that signed up: the password chosen at sign-up proves it is the same person. */
+  askPassword?: boolean;
+  error?: string | undefined;
+}): string {
   return layout({
     title: 'Create your account',
     loginPath: o.loginPath,
@@ -409,6 +417,18 @@ export function signUpConfirmPage(o: { loginPath: string; csrf: string; token: s
 chosen when signing up. If you did not sign up yourself, do not confirm: close this page and nothing is created.</p>
 <form method="post" action="${o.loginPath}/sign-up/confirm">
 ${hidden('csrf', o.csrf)}${hidden('token', o.token)}
+${
+  o.askPassword
+    ? field({
+        name: 'password',
+        label: 'Enter the password you chose when you signed up',
+        type: 'password',
+        autocomplete: 'current-password',
+        autofocus: true,
+        error: o.error,
+      })
+    : ''
+}
 <button type="submit">Create my account</button>
 </form>`,
   });

@@ -12,10 +12,12 @@ import {
 } from '../../db/repositories/email-verification.js';
 import {
   consumeSignUpRequest,
+  deleteSignUpRequest,
   deleteTakenOverUser,
   findLiveSignUpRequest,
   insertSignUpRequest,
   lockUserByEmail,
+  reserveSignUpPasswordAttempt,
 } from '../../db/repositories/sign-up-requests.js';
 import type { UserRow } from '../../db/tables.js';
 import type { Config } from '../config.js';
@@ -57,8 +59,19 @@ function claimable(user: Pick<UserRow, 'self_registered' | 'email_verified' | 'r
   return user.self_registered && !user.email_verified && user.role !== 'admin';
 }
 
+/**
+ * Password checks a sign-up link allows from browsers other than the one that signed up: the pending
+ * sign-up is deleted (its link dies) when the last one fails. A counter in the row (0016), reserved before
+ * each check so that concurrent guesses cannot exceed it.
+ */
+export const SIGN_UP_PASSWORD_ATTEMPTS = 5;
+
 export type SignUpConfirmation =
   | { outcome: 'invalid' }
+  /** Another browser, no password given: nothing consumed, nothing counted. */
+  | { outcome: 'password_required'; email: string }
+  /** Another browser, a wrong password: nothing consumed, one check spent; `dead` when it was the last. */
+  | { outcome: 'wrong_password'; email: string; dead: boolean }
   | { outcome: 'exists'; email: string }
   | {
       outcome: 'created';
@@ -67,6 +80,11 @@ export type SignUpConfirmation =
       clientId: string | null;
       redirectUri: string | null;
     };
+
+/** Whether the browser's sign-up secret is the one a pending sign-up was bound to. */
+function boundTo(browserHash: string | null, browserSecret: string | undefined): boolean {
+  return Boolean(browserHash && browserSecret && hashToken(browserSecret) === browserHash);
+}
 
 export function createAccountService(deps: {
   db: Db;
@@ -124,6 +142,8 @@ export function createAccountService(deps: {
       input: { email: string; password: string; name?: string | undefined },
       meta: RequestMeta,
       pending: { requestId?: string; clientId?: string; clientName?: string; redirectUri?: string },
+      /** The secret of the sign-up cookie this answer sets: the pending sign-up is bound to its browser. */
+      browserSecret?: string,
     ): Promise<{ email: string }> {
       const problems: Array<{ field: string; message: string }> = [];
       const email = input.email.trim();
@@ -162,17 +182,24 @@ export function createAccountService(deps: {
         redirect_uri: pending.redirectUri ?? null,
         ip: meta.ip,
         expires_at: new Date(Date.now() + config.ttl.emailVerification * 1000),
+        browser_hash: browserSecret ? hashToken(browserSecret) : null,
       });
       const link = `${config.loginUrl}/sign-up/confirm?token=${encodeURIComponent(token)}`;
       deps.mailer.sendInBackground(signUpConfirmMail(email, link, pending.clientName));
       return { email };
     },
 
-    /** The address a live sign-up link would create an account for (reads only: a GET of the link). */
-    async pendingSignUp(token: string): Promise<{ email: string } | undefined> {
+    /**
+     * The address a live sign-up link would create an account for, and whether this browser (its sign-up
+     * cookie's secret) is the one that signed up (reads only: a GET of the link).
+     */
+    async pendingSignUp(
+      token: string,
+      browserSecret?: string,
+    ): Promise<{ email: string; sameBrowser: boolean } | undefined> {
       if (!TOKEN_SHAPE.test(token)) return undefined;
       const row = await findLiveSignUpRequest(db, hashToken(token));
-      return row && { email: row.email };
+      return row && { email: row.email, sameBrowser: boundTo(row.browser_hash, browserSecret) };
     },
 
     /**
@@ -180,9 +207,31 @@ export function createAccountService(deps: {
      * operator or a verified one holding the address by now wins ('exists', nothing created); a
      * self-registered, never-verified holder is deleted (its sessions, grants, tokens and links with it;
      * audited user.address_taken_over); then the new account is created, its address verified.
+     *
+     * Only two people can confirm (the residual pre-registration risk, closed): the browser that signed
+     * up (its sign-up cookie), or someone who gives the password chosen at sign-up. Anyone else who reads
+     * the mailbox (another browser, a mail scanner pressing buttons) gets 'password_required'; a wrong
+     * password spends one of SIGN_UP_PASSWORD_ATTEMPTS checks and consumes nothing else.
      */
-    async confirmSignUp(token: string, meta: RequestMeta): Promise<SignUpConfirmation> {
+    async confirmSignUp(
+      token: string,
+      meta: RequestMeta,
+      proof: { browserSecret?: string | undefined; password?: string | undefined } = {},
+    ): Promise<SignUpConfirmation> {
       if (!TOKEN_SHAPE.test(token)) return { outcome: 'invalid' };
+      const tokenHash = hashToken(token);
+      const live = await findLiveSignUpRequest(db, tokenHash);
+      if (!live) return { outcome: 'invalid' };
+      if (!boundTo(live.browser_hash, proof.browserSecret)) {
+        if (!proof.password) return { outcome: 'password_required', email: live.email };
+        const row = await reserveSignUpPasswordAttempt(db, tokenHash, SIGN_UP_PASSWORD_ATTEMPTS);
+        if (!row) return { outcome: 'invalid' };
+        if (!(await verifyPassword(row.password_hash, proof.password))) {
+          const dead = row.password_attempts >= SIGN_UP_PASSWORD_ATTEMPTS;
+          if (dead) await deleteSignUpRequest(db, tokenHash);
+          return { outcome: 'wrong_password', email: row.email, dead };
+        }
+      }
       try {
         return await db.transaction().execute(async (trx): Promise<SignUpConfirmation> => {
           const row = await consumeSignUpRequest(trx, hashToken(token));

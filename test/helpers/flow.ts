@@ -210,10 +210,17 @@ export function outboxLinks(dataDir: string): MailLinks {
 }
 
 /** Opens a mailed sign-up link (GET: a page with a button) and presses the button (POST), in `browser`. */
-export async function confirmSignUpLink(app: FastifyInstance, link: string, browser: Record<string, string> = {}) {
+export async function confirmSignUpLink(
+  app: FastifyInstance,
+  link: string,
+  browser: Record<string, string> = {},
+  /** Typed into the page's password field, if it shows one (a browser other than the one that signed up). */
+  password?: string,
+) {
   const page = await app.inject({ method: 'GET', url: pathOf(link), cookies: browser });
   if (page.statusCode !== 200) throw new Error(`sign-up link page: ${page.statusCode} ${page.body.slice(0, 300)}`);
   const jar = { ...browser, ...cookiesOf(page) };
+  const asked = /<input id="field-password" name="password"/.test(page.body);
   const res = await app.inject({
     method: 'POST',
     url: new URL(link).pathname,
@@ -222,6 +229,7 @@ export async function confirmSignUpLink(app: FastifyInstance, link: string, brow
     payload: new URLSearchParams({
       csrf: hiddenField(page.body, 'csrf'),
       token: hiddenField(page.body, 'token'),
+      ...(asked && password !== undefined && { password }),
     }).toString(),
   });
   return { page, res, jar: { ...jar, ...cookiesOf(res) } };
@@ -229,9 +237,9 @@ export async function confirmSignUpLink(app: FastifyInstance, link: string, brow
 
 /**
  * Signs up (the hosted page, or the JSON endpoint with via: 'json') and confirms the mailed link in the same
- * browser. With requestId (a request this browser holds) the confirmation signs the browser in and
- * answers 303 to the request's continue URL. Without one, signIn: true signs in afterwards on the hosted
- * page, for tests that need a session of the new account. `jar` is the browser's cookies at the end.
+ * browser (its sign-up cookie: no password asked). The confirmation signs the browser in (issue 31); with
+ * requestId (a request this browser holds) it answers 303 to the request's continue URL. signIn: true
+ * signs in on the hosted page only if the confirmation set no session. `jar` is the browser's cookies.
  */
 export async function signUpAndConfirm(
   app: FastifyInstance,
@@ -289,10 +297,11 @@ export async function signUpAndConfirm(
     if (signUp.statusCode !== 200) throw new Error(`sign-up: ${signUp.statusCode} ${signUp.body.slice(0, 300)}`);
   }
   jar = { ...jar, ...cookiesOf(signUp) };
+  // The browser that signed up: no password asked, and the confirmation signs it in.
   const confirmed = await confirmSignUpLink(app, await links(o.email), jar);
   jar = confirmed.jar;
   const confirm = confirmed.res;
-  if (o.signIn && !o.requestId) {
+  if (o.signIn && !o.requestId && !cookiesOf(confirm)[app.sessionCookieName]) {
     const signed = await signInWithInject(app, o.email, o.password, undefined, jar);
     if (signed.res.statusCode !== 303) throw new Error(`sign-in after sign-up: ${signed.res.statusCode}`);
     jar = signed.jar;

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
 import {
   confirmSignUpLink,
+  cookiesOf,
   obtainCode,
   obtainTokens,
   outboxLinks,
@@ -61,8 +62,9 @@ t.test('every event type of decisions.md is recorded by its feature', async (t) 
     payload: { email, password },
   });
   t.equal(signUp.statusCode, 201);
-  // Issue 31: the account exists once the mailed link is confirmed (outbox.jsonl: no SMTP_URL here).
-  const confirmed = await confirmSignUpLink(app, await outboxLinks(config.dataDir)(email));
+  // Issue 31: the account exists once the mailed link is confirmed (outbox.jsonl: no SMTP_URL here), in the
+  // browser that signed up (its sign-up cookie).
+  const confirmed = await confirmSignUpLink(app, await outboxLinks(config.dataDir)(email), cookiesOf(signUp));
   t.equal(confirmed.res.statusCode, 200);
   await app.inject({
     method: 'POST',
