@@ -241,30 +241,30 @@ export default fp(
       sameSite: config.cookieSameSite === 'none' ? 'none' : 'lax',
       maxAge: config.ttl.consentRequest,
     } as const;
-    const browserBinding = (request: FastifyRequest) => {
-      const value = request.cookies?.[bindingCookie];
-      return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
+    /** A browser-binding cookie: a random secret of 43 base64url characters, read back only in that shape. */
+    const browserCookie = (name: string, attributes: typeof bindingAttributes) => {
+      const read = (request: FastifyRequest) => {
+        const value = request.cookies?.[name];
+        return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
+      };
+      const bind = (request: FastifyRequest, reply: FastifyReply) => {
+        const value = read(request) ?? generateToken();
+        reply.setCookie(name, value, attributes);
+        return value;
+      };
+      return { read, bind };
     };
-    app.decorate('browserBinding', browserBinding);
-    app.decorate('bindBrowser', (request: FastifyRequest, reply: FastifyReply) => {
-      const value = browserBinding(request) ?? generateToken();
-      reply.setCookie(bindingCookie, value, bindingAttributes);
-      return value;
-    });
+    const authzBrowser = browserCookie(bindingCookie, bindingAttributes);
+    app.decorate('browserBinding', authzBrowser.read);
+    app.decorate('bindBrowser', authzBrowser.bind);
     // A pending sign-up is bound to the browser that made it (issue 31): its link confirms without the
     // password only where this cookie is. One secret per browser, its hash in each sign-up request row.
-    const signUpCookie = config.cookieSecure ? '__Host-idp.signup' : 'idp.signup';
-    const signUpAttributes = { ...bindingAttributes, maxAge: config.ttl.emailVerification } as const;
-    const signUpBrowser = (request: FastifyRequest) => {
-      const value = request.cookies?.[signUpCookie];
-      return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
-    };
-    app.decorate('signUpBrowser', signUpBrowser);
-    app.decorate('bindSignUpBrowser', (request: FastifyRequest, reply: FastifyReply) => {
-      const value = signUpBrowser(request) ?? generateToken();
-      reply.setCookie(signUpCookie, value, signUpAttributes);
-      return value;
+    const signUpBrowser = browserCookie(config.cookieSecure ? '__Host-idp.signup' : 'idp.signup', {
+      ...bindingAttributes,
+      maxAge: config.ttl.emailVerification,
     });
+    app.decorate('signUpBrowser', signUpBrowser.read);
+    app.decorate('bindSignUpBrowser', signUpBrowser.bind);
     app.addHook('onReady', async () => cleanup.start(config.cleanupIntervalSeconds));
     // Stop the job before the database closes (onClose hooks run in reverse registration order).
     app.addHook('onClose', async () => {
