@@ -31,6 +31,7 @@ t.test('defaults give a working development configuration', async (t) => {
     emailVerification: 86400,
     adminSetup: 3600,
     adminFreshness: 600,
+    unverifiedAccount: 604800,
   });
 });
 
