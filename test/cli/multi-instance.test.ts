@@ -53,7 +53,10 @@ async function startProxy(port: number, backends: () => string[]): Promise<Proxy
       target,
       { method: req.method, headers: { ...req.headers, host: target.host } },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        // One request per connection: with keep-alive the client may reuse a socket the proxy is just closing
+        // (seen as ECONNRESET on a loaded host), which says nothing about the instances behind it.
+        const { connection: _connection, 'keep-alive': _keepAlive, ...headers } = answer.headers;
+        res.writeHead(answer.statusCode ?? 502, { ...headers, connection: 'close' });
         answer.pipe(res);
       },
     );
