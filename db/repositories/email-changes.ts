@@ -19,19 +19,19 @@ export async function replaceEmailChangeToken(
   return killed;
 }
 
-/** The user's live request, if any (what the profile shows as the pending address). */
-export async function findPendingEmailChange(db: Db, userId: string): Promise<EmailChangeRow | undefined> {
-  return db
+/** Requests still live: not used, not expired, and asked from the address the user still has. */
+const liveRequests = (db: Db) =>
+  db
     .selectFrom('email_change_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
     .selectAll('t')
-    .where('t.user_id', '=', userId)
     .where('t.used_at', 'is', null)
     .where('t.expires_at', '>', sql<Date>`now()`)
-    .whereRef('u.email', '=', 't.previous_email')
-    .orderBy('t.created_at', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+    .whereRef('u.email', '=', 't.previous_email');
+
+/** The user's live request, if any (what the profile shows as the pending address). */
+export async function findPendingEmailChange(db: Db, userId: string): Promise<EmailChangeRow | undefined> {
+  return liveRequests(db).where('t.user_id', '=', userId).orderBy('t.created_at', 'desc').limit(1).executeTakeFirst();
 }
 
 /**
@@ -39,16 +39,7 @@ export async function findPendingEmailChange(db: Db, userId: string): Promise<Em
  * HEAD of a mailed link changes nothing): the same conditions as consuming it, nothing written.
  */
 export async function findLiveEmailChangeToken(db: Db, tokenHash: string): Promise<EmailChangeRow | undefined> {
-  return db
-    .selectFrom('email_change_tokens as t')
-    .innerJoin('users as u', 'u.id', 't.user_id')
-    .selectAll('t')
-    .where('t.token_hash', '=', tokenHash)
-    .where('t.used_at', 'is', null)
-    .where('t.expires_at', '>', sql<Date>`now()`)
-    .whereRef('u.email', '=', 't.previous_email')
-    .where('u.disabled', '=', false)
-    .executeTakeFirst();
+  return liveRequests(db).where('t.token_hash', '=', tokenHash).where('u.disabled', '=', false).executeTakeFirst();
 }
 
 /**
