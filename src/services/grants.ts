@@ -1,6 +1,6 @@
 // The grants the token endpoint offers, each handler of src/oauth/grants bound to its storage over
-// the repositories. The token endpoint asks `grants.get(grant_type)`; adding a grant is a handler
-// file and a line here.
+// the repositories, its answer (what was issued) signed and formatted by the token issuer. The token
+// endpoint asks `grants.get(grant_type)`; adding a grant is a handler file and a line here.
 import type { Db } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { revokeGrant } from '../../db/repositories/grants.js';
@@ -44,7 +44,6 @@ export function createGrants(deps: {
       });
       events.reuseDetected('authorization_code');
     },
-    respond: issuer.respond,
   };
 
   const refreshStore: RefreshTokenStore = {
@@ -103,13 +102,14 @@ export function createGrants(deps: {
       if (reused) events.reuseDetected('refresh_token');
       return result;
     },
-    respond: issuer.respond,
   };
 
   const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [
     handler.grantType,
     async (params, client) => {
-      const response = await handler.handle(params, client, store);
+      // The handler returns what it recorded; the ID token is signed here, after the tokens' statement or
+      // transaction committed (so no row lock waits on a signature).
+      const response = await issuer.respond(await handler.handle(params, client, store));
       events.tokensIssued(handler.grantType);
       return response;
     },

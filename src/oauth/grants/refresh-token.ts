@@ -8,7 +8,7 @@
 import { OAuthError } from '../errors.js';
 import { formatScope, splitScope } from '../scope.js';
 import { hashToken } from '../tokens.js';
-import { type GrantHandler, type IssuedTokens, requireParameters, type TokenAnswer } from './grant.js';
+import { type GrantHandler, type IssuedTokens, requireParameters } from './grant.js';
 
 /** The presented refresh token's row, locked until the transaction ends. */
 export interface LockedRefreshToken {
@@ -36,7 +36,7 @@ export interface RefreshTransaction {
   rotate(token: LockedRefreshToken, accessScope: string): Promise<IssuedTokens>;
 }
 
-export interface RefreshTokenStore extends TokenAnswer {
+export interface RefreshTokenStore {
   /**
    * The common case in one atomic step: rotates the token when it is unused, unrevoked, of this client,
    * within its lifetimes, of a live grant and an enabled user, keeping the grant's scope. Undefined, with
@@ -66,7 +66,7 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     const tokenHash = hashToken(presented);
     if (client.enabled && requestedScope === undefined) {
       const issued = await store.rotateIfCurrent(tokenHash, client.clientId);
-      if (issued) return store.respond(issued);
+      if (issued) return issued;
     }
 
     const outcome = await store.withLockedToken(tokenHash, async (token, tx): Promise<Outcome> => {
@@ -105,6 +105,6 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     });
 
     if ('error' in outcome) throw outcome.error;
-    return store.respond(outcome.issued);
+    return outcome.issued;
   },
 };
