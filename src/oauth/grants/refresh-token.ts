@@ -88,7 +88,7 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     }
 
     const outcome = await store.withLockedToken(tokenHash, client.clientId, async (token, tx): Promise<Outcome> => {
-      if (!token || !token.checks.sameClient || !token.checks.unrevoked) {
+      if (!token?.checks.sameClient || !token.checks.unrevoked) {
         return { error: invalid('the refresh token is invalid, expired or revoked') };
       }
       if (!token.checks.unused) {
