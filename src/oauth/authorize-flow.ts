@@ -131,14 +131,15 @@ export const ssoApplies = (params: StepParams): boolean =>
 
 /** The step a pending request is at for the session presenting it (the checks above, in order). */
 export function nextStep(input: StepInput): Step {
-  const { request, presenter: ctx } = input;
+  const { request, presenter } = input;
   const params = request.params;
   const none = params.prompt.includes('none');
-  const presented = ctx && { ...input, presenter: ctx };
-  if (!ctx || !presented || !issueChecks.userActive(presented)) {
+  const presented = presenter && { ...input, presenter };
+  if (!presented || !issueChecks.userActive(presented)) {
     if (none) return { error: new OAuthError('login_required', 'the user is not signed in') };
     return params.prompt.includes('create') ? 'sign-up' : 'sign-in';
   }
+  const ctx = presented.presenter;
   const signedIn = signedInHere(request, ctx);
   if (params.prompt.includes('login') && !signedIn) return 'sign-in';
   if (!signedIn && !issueChecks.signInFresh(presented)) {
