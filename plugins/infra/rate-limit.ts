@@ -5,7 +5,7 @@
 // or memory (the embedded database), shared by every instance in the first two (src/rate-limit.ts).
 // IP rules are keyed by ipKey(request.ip) (IPv6 by /64); the mail-sending and sign-in ones also count an
 // IPv6 client's /48 under a rule of their own (IPV6_AGGREGATES, issue 31 7c). request.ip honours only
-// what TRUST_PROXY vouches for (src/app.ts trustProxyOption).
+// what TRUST_PROXY vouches for (app/app.ts trustProxyOption).
 //
 // Sign-in (app.signInLimits.attempt) is special (issue 12, item 5; OWASP ASVS 5.0 V6.3, the OWASP
 // authentication cheat sheet): nobody may lock a chosen account out.

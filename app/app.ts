@@ -6,19 +6,19 @@ import formbody from '@fastify/formbody';
 import cookie from '@fastify/cookie';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DestinationStream } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from '../src/config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
-import type { StaticApplications } from './services/applications.js';
-import { lazyChildLogger, loggerOptions } from './logger.js';
-import { traceparent, traceRequest } from './trace.js';
-import { validatorCompiler } from './validate.js';
+import type { StaticApplications } from '../src/services/applications.js';
+import { lazyChildLogger, loggerOptions } from '../src/logger.js';
+import { traceparent, traceRequest } from '../src/trace.js';
+import { validatorCompiler } from '../src/validate.js';
 import {
   clientErrorHandler,
   frameworkErrors,
   MAX_PARAM_LENGTH,
   serviceUnavailableWhileClosing,
-} from './framework-errors.js';
-import { loadStaticApplications } from './static-applications.js';
+} from '../src/framework-errors.js';
+import { loadStaticApplications } from '../src/static-applications.js';
 import dbPlugin from '../plugins/infra/db.js';
 import metricsPlugin from '../plugins/infra/metrics.js';
 import servicesPlugin from '../plugins/infra/services.js';
