@@ -12,8 +12,6 @@ import { closeServices, createServices, prepareSigningKeys, type Services } from
 import { connectInvalidationListener, observeWrites } from '../../src/services/invalidation.js';
 import type { SelfServiceGuards } from '../../src/services/self-service/index.js';
 
-export type AppServices = Services;
-
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
