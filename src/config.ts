@@ -1,5 +1,5 @@
 // Configuration: the checked environment (src/env-schema.ts) becomes a Config. Only entry points
-// (src/cli.ts) read process.env; everything else receives a Config.
+// (app/cli.ts) read process.env; everything else receives a Config.
 import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
 import { isIP } from 'node:net';

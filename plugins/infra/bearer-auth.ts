@@ -49,7 +49,7 @@ function tokenAlsoElsewhere(request: FastifyRequest): boolean {
 export default fp(
   async function bearerAuth(app: FastifyInstance, _options: { config: Config }) {
     app.decorateRequest('bearer', undefined);
-    // Created with the token issuer, which seeds its cache (plugins/infra/oidc-services.ts).
+    // Created with the token issuer, which seeds its cache (createServices, src/compose.ts).
     const bearers = app.services.bearers;
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
@@ -99,5 +99,5 @@ export default fp(
       ),
     );
   },
-  { name: 'bearer-auth', dependencies: ['db', 'services', 'oidc-services', 'rate-limit', 'cors'] },
+  { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit', 'cors'] },
 );

@@ -8,7 +8,7 @@ import type { Config } from '../../src/config.js';
 import { AuthorizeRenderError } from '../../src/services/authorization.js';
 import { continueUrl as continueAt } from '../infra/decisions.js';
 import { sendPage } from '../pages/kit.js';
-import { createCsrf } from '../pages/csrf.js';
+import { createCsrf } from '../infra/browser-session.js';
 
 /** The plugin's Fastify instance (TypeBox type provider). */
 export type App = Parameters<FastifyPluginAsyncTypebox>[0];

@@ -1,6 +1,6 @@
 // The first admin: while no admin user exists, a one-time setup link (${ADMIN_URL}/setup?token=...; only
 // the token's SHA-256 stored; ADMIN_SETUP_TTL; single use) is issued by each start of the server outside
-// production, which prints it on the console (never in a log record: src/server.ts), and by
+// production, which prints it on the console (never in a log record: app/server.ts), and by
 // `idp admin setup-link`, which prints it on the terminal. The link's form creates the first admin and
 // signs them in. Once an admin exists, links are void.
 import { randomUUID } from 'node:crypto';

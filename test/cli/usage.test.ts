@@ -75,7 +75,7 @@ t.test('idp migrate --help prints the migrate usage and exits 0', opts, async (t
   t.equal(r.stderr, '');
 });
 
-// bin/idp.js runs dist/src/cli.js when built (CI builds first), else src/cli.ts through tsx: both must work.
+// bin/idp.js runs dist/app/cli.js when built (CI builds first), else app/cli.ts through tsx: both must work.
 t.test('bin/idp.js (the installed launcher) runs the CLI', opts, async (t) => {
   const r = await runs.bin;
   exits(t, r, 0);

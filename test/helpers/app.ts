@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type BuildOptions } from '../../src/app.js';
+import { buildApp, type BuildOptions } from '../../app/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 

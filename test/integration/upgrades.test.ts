@@ -627,7 +627,7 @@ t.test('migrations are forward-only: the app and the CLI never migrate down', as
         offenders.push(path);
     }
   };
-  for (const dir of ['src', 'plugins', 'db']) scan(dir);
+  for (const dir of ['app', 'src', 'plugins', 'db']) scan(dir);
   t.same(offenders, [], 'nothing calls a down migration');
   t.notMatch(
     readFileSync(join(root, 'src', 'cli', 'migrate.ts'), 'utf8'),

@@ -1,16 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { isClusterPrimary, runPrimary, SHUTDOWN_MESSAGE, workerNumber } from '../cluster.js';
-import { isInMemory } from '../config.js';
-import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase } from '../database.js';
-import { resolveSecretKey } from '../secret-key.js';
-import { loadSeedFile, type SeedPlan } from '../seed.js';
-import { applySeed, describeOutcome } from '../services/seed.js';
-import type { StaticApplications } from '../services/applications.js';
-import { loadStaticApplications } from '../static-applications.js';
-import { noArguments, parse } from './args.js';
-import { loadCliConfig } from './context.js';
-import type { Io } from './io.js';
-import { summarize } from './seed.js';
+import { isInMemory } from '../../src/config.js';
+import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase } from '../../src/database.js';
+import { resolveSecretKey } from '../../src/secret-key.js';
+import { loadSeedFile, type SeedPlan } from '../../src/seed.js';
+import { applySeed, describeOutcome } from '../../src/services/seed.js';
+import type { StaticApplications } from '../../src/services/applications.js';
+import { loadStaticApplications } from '../../src/static-applications.js';
+import { noArguments, parse } from '../../src/cli/args.js';
+import { loadCliConfig } from '../../src/cli/context.js';
+import type { Io } from '../../src/cli/io.js';
+import { summarize } from '../../src/cli/seed.js';
 
 export const SERVE_HELP = `Usage: idp serve
 
