@@ -13,7 +13,10 @@ export function splitScope(scope: string): string[] {
  */
 export function parseRequestedScope(scope: string | undefined, allowed: readonly string[]): ScopeName[] {
   if (scope !== undefined && /[^\x21\x23-\x5b\x5d-\x7e ]/.test(scope)) {
-    throw new OAuthError('invalid_scope', 'scope contains characters that RFC 6749 section 3.3 does not allow');
+    const detail = `scope ${JSON.stringify(scope)}`;
+    throw new OAuthError('invalid_scope', 'scope contains characters that RFC 6749 section 3.3 does not allow', {
+      detail,
+    });
   }
   const names = scope === undefined || scope.trim() === '' ? ['openid'] : splitScope(scope);
   const unknown = names.filter((n) => !isScopeName(n));
