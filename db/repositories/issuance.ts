@@ -8,6 +8,7 @@ import { executePrepared, type Db } from '../create-db.js';
 import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
 import { refreshRulesSql } from './refresh-rules.js';
 import { liveSessionCtes } from './sessions.js';
+import { ssoRulesSql } from './sso-rules.js';
 
 function run<R>(db: Db, name: string, text: string, parameters: unknown[]): Promise<R[]> {
   return executePrepared(db, name, CompiledQuery.raw(text, parameters) as CompiledQuery<R>);
@@ -66,15 +67,14 @@ export interface CodeSession {
   issuedAt: string;
 }
 
-// Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does), of an
-// enabled user with a verified e-mail, signed in within max_age, whose remembered consent covers the scopes;
-// no row otherwise (the caller then takes the long way: session lookup, nextStep, which says why). $1 client,
-// $2 session hash, $3 idle timeout, $4 touch interval, $5 max_age (null: none), $6 the scopes.
+// Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does) where every
+// rule of db/repositories/sso-rules.ts holds (an enabled user with a verified e-mail, signed in within max_age,
+// whose remembered consent covers the scopes); no row otherwise (the caller then takes the long way: session
+// lookup, nextStep, which says why). $1 client, $2 session hash, $3 idle timeout, $4 touch interval, $5 max_age
+// (null: none), $6 the scopes.
 const BY_SESSION = `with ${liveSessionCtes(2, 3, 4)}
 select s.id as session_id, s.user_id, s.auth_time, now()::text as issued_at from s join users u on u.id = s.user_id
- where u.disabled = false and u.email_verified
-   and ($5::double precision is null or s.auth_time >= now() - make_interval(secs => $5::double precision))
-   and exists (select 1 from consents where user_id = s.user_id and client_id = $1::text and scopes @> $6::jsonb)`;
+ where ${ssoRulesSql({ client: '$1::text', maxAge: '$5::double precision', scopes: '$6::jsonb' })}`;
 
 /** What a code for the cookie's live session, with nothing to ask, is bound to (see BY_SESSION); else undefined. */
 export async function sessionForCode(db: Db, clientId: string, gate: SessionGate): Promise<CodeSession | undefined> {

@@ -5,8 +5,8 @@
 //
 // The checks, in this order; the first that asks for something decides (node-oidc-provider's interaction
 // policy, lib/helpers/interaction_policy/prompts/{login,consent}.js, names the same checks):
-//   no_session       no session presents the request ─▶ sign-in (sign-up with prompt=create; login_required
-//                    with prompt=none)
+//   no_session       no session presents the request, or its user is disabled ─▶ sign-in (sign-up with
+//                    prompt=create; login_required with prompt=none)
 //   login_prompt     prompt=login ─▶ sign-in, unless sign-in was completed on this request BY THIS SESSION
 //                    (signedInHere: login_session_id and login_user_id are the presenting session's)
 //   max_age          the session's auth_time is more than max_age seconds before `now` ─▶ sign-in
@@ -21,6 +21,10 @@
 // consent for the user who gave it and the scopes shown (SECURITY.md §2, the pending request: one browser's
 // request continued by another user, or after the session changed, starts that user's own steps).
 // The consent page's answer is accepted only when nextStep() says 'consent' for the user presenting it.
+// For a request nothing was done on that asks neither prompt=login nor prompt=consent (ssoApplies), nextStep()
+// answers 'issue' exactly when every check of issueChecks holds: those are the TypeScript twins of the rules the
+// one-statement single sign-on states in SQL (db/repositories/sso-rules.ts; test/integration/sso-rules.test.ts
+// checks each pair, and the two decisions, agree).
 // There are no first-party or pre-consented applications: every application is asked for consent.
 import type { AuthorizeParams } from './authorize-params.js';
 import { OAuthError } from './errors.js';
@@ -43,10 +47,10 @@ export interface RequestProgress {
   consent_scopes: readonly string[] | null;
 }
 
-/** The hosted-login session presenting a request, and its (enabled) user: a SessionContext fits. */
+/** The hosted-login session presenting a request, and its user: a SessionContext fits. */
 export interface Presenter {
   session: { id: string; auth_time: Date };
-  user: { id: string; email_verified: boolean };
+  user: { id: string; email_verified: boolean; disabled: boolean };
 }
 
 /** Everything nextStep() reads, loaded before it is called. */
@@ -106,27 +110,49 @@ export function consentCovers(remembered: readonly string[] | undefined, scopes:
   return scopes.every((s) => (remembered ?? []).includes(s));
 }
 
+/** What a check of issueChecks reads: nextStep()'s input, with a session presenting the request. */
+export type PresentedInput = StepInput & { presenter: Presenter };
+
+/**
+ * What nextStep() asks of the presenting session before it answers 'issue', each named as the rule of the
+ * one-statement single sign-on it is the twin of (db/repositories/sso-rules.ts). For a request nothing was done on
+ * that ssoApplies to, nextStep() answers 'issue' exactly when all hold.
+ */
+export const issueChecks = {
+  userActive: ({ presenter }: PresentedInput) => !presenter.user.disabled,
+  emailVerified: ({ presenter }: PresentedInput) => presenter.user.email_verified,
+  signInFresh: ({ request, presenter, now }: PresentedInput) => !signInTooOld(request.params, presenter, now),
+  consentCovers: ({ request, remembered }: PresentedInput) => consentCovers(remembered, request.params.scope),
+};
+
+/** Single sign-on in one statement is tried only for a request that asks neither prompt=login nor prompt=consent. */
+export const ssoApplies = (params: StepParams): boolean =>
+  !params.prompt.includes('login') && !params.prompt.includes('consent');
+
 /** The step a pending request is at for the session presenting it (the checks above, in order). */
-export function nextStep({ request, presenter: ctx, remembered, now }: StepInput): Step {
+export function nextStep(input: StepInput): Step {
+  const { request, presenter } = input;
   const params = request.params;
   const none = params.prompt.includes('none');
-  if (!ctx) {
+  const presented = presenter && { ...input, presenter };
+  if (!presented || !issueChecks.userActive(presented)) {
     if (none) return { error: new OAuthError('login_required', 'the user is not signed in') };
     return params.prompt.includes('create') ? 'sign-up' : 'sign-in';
   }
+  const ctx = presented.presenter;
   const signedIn = signedInHere(request, ctx);
   if (params.prompt.includes('login') && !signedIn) return 'sign-in';
-  if (!signedIn && signInTooOld(params, ctx, now)) {
+  if (!signedIn && !issueChecks.signInFresh(presented)) {
     if (none) return { error: new OAuthError('login_required', 'the sign-in is older than max_age') };
     return 'sign-in';
   }
-  if (!ctx.user.email_verified) {
+  if (!issueChecks.emailVerified(presented)) {
     if (none) return { error: new OAuthError('interaction_required', 'the e-mail address is not verified') };
     return 'verify-email';
   }
   if (!consentedHere(request, ctx)) {
     if (params.prompt.includes('consent')) return none ? consentRequired() : 'consent';
-    if (!consentCovers(remembered, params.scope)) return none ? consentRequired() : 'consent';
+    if (!issueChecks.consentCovers(presented)) return none ? consentRequired() : 'consent';
   }
   return 'issue';
 }

@@ -24,9 +24,9 @@
 // is issued only if the user's remembered consent covers the scopes; only when a page must be shown is the
 // request stored, bound as above. Without prompt=login or prompt=consent one statement finds the session
 // (sessionForCode): the cookie's live session, of an enabled user with a verified e-mail, within max_age,
-// with the consent remembered, is what nextStep() answers 'issue' for; when it finds none, the session is
-// looked up and nextStep() decides as above. Codes are sealed (src/oauth/sealed-code.ts): issuing one
-// writes nothing; the exchange creates the grant.
+// with the consent remembered, is what nextStep() answers 'issue' for (the rules of db/repositories/sso-rules.ts,
+// twins of nextStep's issueChecks); when it finds none, the session is looked up and nextStep() decides as
+// above. Codes are sealed (src/oauth/sealed-code.ts): issuing one writes nothing; the exchange creates the grant.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
@@ -50,6 +50,7 @@ import {
   nextStep,
   nothingDone,
   type RequestProgress,
+  ssoApplies,
   type Step,
   type StepInput,
 } from '../oauth/authorize-flow.js';
@@ -239,7 +240,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
    * otherwise.
    */
   async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string) {
-    if (cookie.length > 100 || params.prompt.includes('login') || params.prompt.includes('consent')) return undefined;
+    if (cookie.length > 100 || !ssoApplies(params)) return undefined;
     const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
       idleSeconds: config.ttl.sessionIdle,

@@ -22,7 +22,7 @@ const secondsAgo = (s: number) => new Date(NOW.getTime() - s * 1000);
 
 const person = (name: string, sessionId: string, auth_time = secondsAgo(30), email_verified = true): Presenter => ({
   session: { id: sessionId, auth_time },
-  user: { id: `user-${name}`, email_verified },
+  user: { id: `user-${name}`, email_verified, disabled: false },
 });
 const alice = person('alice', 'session-alice');
 /** Alice again, in another session of hers (another browser, or signed out and in again). */
@@ -75,7 +75,7 @@ function runTable(name: string, rows: Row[]) {
 
 const everything = { presenter: alice, remembered: SCOPES };
 
-runTable('no session: sign-in, sign-up with prompt=create, login_required with prompt=none', [
+runTable("no session (or a disabled user's): sign-in, sign-up with prompt=create, login_required with prompt=none", [
   { name: 'no session: sign-in', presenter: undefined, expect: 'sign-in' },
   {
     name: 'no session, prompt=create: sign-up',
@@ -108,6 +108,20 @@ runTable('no session: sign-in, sign-up with prompt=create, login_required with p
     presenter: undefined,
     remembered: SCOPES,
     expect: 'sign-in',
+  },
+  {
+    name: "a disabled user's session presents nothing: sign-in",
+    presenter: { ...alice, user: { ...alice.user, disabled: true } },
+    remembered: SCOPES,
+    expect: 'sign-in',
+  },
+  {
+    name: "a disabled user's session, signed in and consented on the request, prompt=none: login_required",
+    params: { prompt: ['none'] },
+    done: { ...signedInBy(alice), ...consentedBy(alice) },
+    presenter: { ...alice, user: { ...alice.user, disabled: true } },
+    remembered: SCOPES,
+    expect: 'login_required',
   },
 ]);
 
