@@ -10,6 +10,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
+import type { OAuthErrorDescription } from '../../src/oauth/errors.js';
 import type { BearerAuth } from '../../src/services/bearer.js';
 
 export type { BearerAuth };
@@ -37,7 +38,8 @@ function unauthorized(reply: FastifyReply, tokenSent: boolean) {
 }
 
 // ASCII only: it goes into a header and an RFC 6749 §5.2 error_description.
-const TWO_WAYS = 'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)';
+const TWO_WAYS: OAuthErrorDescription<'invalid_request'> =
+  'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)';
 
 /** `access_token` in the query string or the form body, next to the Authorization header. */
 function tokenAlsoElsewhere(request: FastifyRequest): boolean {

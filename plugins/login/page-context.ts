@@ -55,8 +55,7 @@ export function createLoginContext(app: App, config: Config, loginPath: string) 
     if (!found)
       throw new AuthorizeRenderError(
         'invalid_request',
-        'This sign-in request has expired or was already used (or was started in another browser). ' +
-          'Go back to the application and start again.',
+        'the sign-in request has expired or was already used (or is from another browser); go back to the application',
       );
     return found;
   }

@@ -54,7 +54,7 @@ import {
   type Step,
   type StepInput,
 } from '../oauth/authorize-flow.js';
-import { OAuthError } from '../oauth/errors.js';
+import { OAuthError, type OAuthErrorCode } from '../oauth/errors.js';
 import { formatScope } from '../oauth/scope.js';
 import { redirectUriHash, sealCode } from '../oauth/sealed-code.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
@@ -65,10 +65,10 @@ import { sessionTouchSeconds } from './sessions.js';
 export { appendQuery, type RawParams };
 
 /** An error shown to the user (HTML or JSON), never redirected: client or redirect_uri is not trusted. */
-export class AuthorizeRenderError extends OAuthError {}
+export class AuthorizeRenderError<E extends OAuthErrorCode = OAuthErrorCode> extends OAuthError<E> {}
 
 export type Decision =
-  | { kind: 'redirect'; url: string }
+  | { kind: 'redirect'; url: string; error?: OAuthError }
   | { kind: 'sign-in'; requestId: string }
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
@@ -106,6 +106,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   function errorRedirect(params: { redirect_uri: string; state?: string | undefined }, error: OAuthError): Decision {
     return {
       kind: 'redirect',
+      error,
       url: appendQuery(params.redirect_uri, {
         error: error.error,
         error_description: error.error_description,
@@ -125,17 +126,20 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       clientId = single(raw, 'client_id');
       redirectUri = single(raw, 'redirect_uri');
     } catch (error) {
-      throw new AuthorizeRenderError('invalid_request', (error as OAuthError).error_description);
+      const { error_description, detail } = error as OAuthError<'invalid_request'>;
+      throw new AuthorizeRenderError('invalid_request', error_description, detail ? { detail } : {});
     }
     if (!clientId) throw new AuthorizeRenderError('invalid_request', 'client_id is required');
     if (clientId.length > 256) throw new AuthorizeRenderError('invalid_request', 'client_id is not valid');
     const app = await deps.applications.find(clientId);
-    if (!app) throw new AuthorizeRenderError('invalid_client', 'unknown client_id');
+    if (!app)
+      throw new AuthorizeRenderError('invalid_client', 'unknown client_id', { detail: `client_id ${clientId}` });
     if (!app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
     if (!redirectUri) throw new AuthorizeRenderError('invalid_request', 'redirect_uri is required');
     // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or wildcard matching.
     if (!app.redirectUris.includes(redirectUri)) {
-      throw new AuthorizeRenderError('invalid_request', 'redirect_uri is not registered for this client');
+      const detail = `redirect_uri ${redirectUri}`;
+      throw new AuthorizeRenderError('invalid_request', 'redirect_uri is not registered for this client', { detail });
     }
     // RFC 6749 §3.1: a parameter sent without a value is treated as omitted, here as on success.
     const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : undefined;
@@ -145,8 +149,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   const notFound = () =>
     new AuthorizeRenderError(
       'invalid_request',
-      'this sign-in request has expired or was already used (or was started in another browser); ' +
-        'start again from the application',
+      'the sign-in request has expired or was already used (or is from another browser); go back to the application',
     );
 
   /**

@@ -516,7 +516,9 @@ t.test('the prompt values the state machine can see: none alone, login, consent,
     try {
       return parseAuthorizeParams(raw, app, 'https://rp.example.com/cb').prompt.join(' ');
     } catch (error) {
-      return `${(error as OAuthError).error}: ${(error as OAuthError).error_description}`;
+      // The public description is fixed; the value refused is in the private detail (in parentheses here).
+      const { error: code, error_description, detail } = error as OAuthError;
+      return `${code}: ${error_description}${detail ? ` (${detail})` : ''}`;
     }
   };
   const rows: Array<[name: string, prompt: string, expect: string]> = [
@@ -527,10 +529,18 @@ t.test('the prompt values the state machine can see: none alone, login, consent,
     ['create', 'create', 'create'],
     ['login consent', 'login consent', 'login consent'],
     ['login create', 'login create', 'login create'],
-    ['select_account is not supported', 'select_account', 'invalid_request: unsupported prompt value: select_account'],
+    [
+      'select_account is not supported',
+      'select_account',
+      'invalid_request: prompt has a value that is not supported (prompt select_account)',
+    ],
     ['none login', 'none login', 'invalid_request: prompt=none cannot be combined with other values'],
     ['none consent', 'none consent', 'invalid_request: prompt=none cannot be combined with other values'],
-    ['login select_account', 'login select_account', 'invalid_request: unsupported prompt value: select_account'],
+    [
+      'login select_account',
+      'login select_account',
+      'invalid_request: prompt has a value that is not supported (prompt select_account)',
+    ],
   ];
   for (const [name, prompt, expect] of rows) t.equal(parse(prompt), expect, name);
 });

@@ -5,7 +5,7 @@
 // beside this one and a line in src/services/grants.ts.
 //
 // Pure protocol logic: storage reaches a handler only through the narrow interface it declares.
-import { OAuthError } from '../errors.js';
+import { parameterError } from '../errors.js';
 
 /** RFC 6749 §5.1. */
 export interface TokenResponse {
@@ -56,7 +56,7 @@ export interface IssuedTokens {
 export function requireParameters(handler: GrantHandler<unknown>, params: TokenParams): string[] {
   return handler.parameters.map((name) => {
     const value = params[name];
-    if (!value) throw new OAuthError('invalid_request', `${name} is required`);
+    if (!value) throw parameterError(name, 'is required');
     return value;
   });
 }

@@ -5,7 +5,7 @@
 // A current token with no scope asked is rotated by one atomic step first (rotateIfCurrent); anything
 // else, or a token that step refused, goes through the locked transaction, which says why.
 // The scope may only narrow (RFC 6749 §6); the refresh token keeps the grant's scope.
-import { OAuthError } from '../errors.js';
+import { OAuthError, type OAuthErrorDescription } from '../errors.js';
 import { formatScope, splitScope } from '../scope.js';
 import { hashToken } from '../tokens.js';
 import { type GrantHandler, type IssuedTokens, requireParameters } from './grant.js';
@@ -68,7 +68,7 @@ export interface RefreshTokenStore {
   ): Promise<T>;
 }
 
-const invalid = (why: string) => new OAuthError('invalid_grant', why);
+const invalid = (why: OAuthErrorDescription<'invalid_grant'>) => new OAuthError('invalid_grant', why);
 
 /** An error decided inside the transaction is thrown after it commits (a reuse revocation must stay). */
 type Outcome = { issued: IssuedTokens } | { error: OAuthError };
@@ -114,7 +114,11 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
         const requested = splitScope(requestedScope);
         const wider = requested.filter((s) => !grantScopes.includes(s));
         if (wider.length)
-          return { error: new OAuthError('invalid_scope', `scope exceeds the original grant: ${wider.join(' ')}`) };
+          return {
+            error: new OAuthError('invalid_scope', 'scope exceeds the original grant', {
+              detail: `scope ${wider.join(' ')}`,
+            }),
+          };
         if (requested.length === 0) return { error: new OAuthError('invalid_scope', 'scope must not be empty') };
         scopes = grantScopes.filter((s) => requested.includes(s));
       }
