@@ -147,7 +147,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(openapiPlugin, { config });
   await app.register(dbPlugin, { config, database: options.database });
   await app.register(metricsPlugin, { config });
-  await app.register(servicesPlugin, { staticApplications });
+  await app.register(servicesPlugin, { staticApplications, passwordHash: config.passwordHash });
   await app.register(cookie);
   await app.register(rateLimitPlugin, { config });
   await app.register(oidcServices, { config });

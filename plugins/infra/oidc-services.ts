@@ -136,10 +136,12 @@ export default fp(
     const cookieName = config.cookieSecure ? '__Host-idp.session' : 'idp.session';
     const resolved = new WeakMap<FastifyRequest, Promise<SessionContext | undefined>>();
 
-    const recovery = createRecoveryService({ db, config, mailer, log: app.log });
+    const { passwords } = app.services;
+    const recovery = createRecoveryService({ db, config, mailer, log: app.log, passwords });
     const accounts = createAccountService({
       db,
       config,
+      passwords,
       sessions,
       mailer,
       events: app.metricEvents,
@@ -186,7 +188,7 @@ export default fp(
       sessions,
       accounts,
       recovery,
-      adminSetup: createAdminSetupService({ db, config, sessions }),
+      adminSetup: createAdminSetupService({ db, config, sessions, passwords }),
       authorization,
       grants: createGrants({ db, issuer: createTokenIssuer({ config, keys, bearers }), events: app.metricEvents }),
       bearers,
@@ -194,7 +196,15 @@ export default fp(
       signingKeys,
       cleanup,
       mailer,
-      me: createSelfService({ db, config, mailer, applications: app.services.applications, emailChanges, guards }),
+      me: createSelfService({
+        db,
+        config,
+        mailer,
+        applications: app.services.applications,
+        emailChanges,
+        guards,
+        passwords,
+      }),
     };
     const endSession = createEndSessionService({
       issuer: config.issuer,

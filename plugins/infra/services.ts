@@ -2,6 +2,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../src/database.js';
+import { createPasswordHasher, type PasswordHashCost, type PasswordHasher } from '../../src/passwords.js';
 import {
   createApplicationService,
   type ApplicationService,
@@ -26,6 +27,8 @@ export interface AppServices {
   users: UserService;
   access: UserAccessService;
   audit: AuditService;
+  /** argon2id at the configured cost (PASSWORD_HASH_*), for every service that hashes or verifies. */
+  passwords: PasswordHasher;
   /** Notices that cached applications, origins and bearer authentications may be stale. */
   invalidation: InvalidationBus;
 }
@@ -41,6 +44,7 @@ declare module 'fastify' {
 
 export interface ServicesPluginOptions {
   staticApplications: StaticApplications;
+  passwordHash: PasswordHashCost;
 }
 
 export default fp(
@@ -49,7 +53,8 @@ export default fp(
     const invalidation = createInvalidationBus();
     const db = observeWrites(app.db, invalidation);
     app.decorate('servicesDb', db);
-    const users = createUserService({ db });
+    const passwords = createPasswordHasher(options.passwordHash);
+    const users = createUserService({ db, passwords });
     const applications = createApplicationService({ db, staticApplications: options.staticApplications });
     applications.onChange((clientId) => invalidation.emit({ kind: 'application', clientId }));
     invalidation.on((event) => {
@@ -62,6 +67,7 @@ export default fp(
       users,
       access: createUserAccessService({ db, users }),
       audit: createAuditService({ db }),
+      passwords,
       invalidation,
     } as AppServices;
     app.decorate('services', services);

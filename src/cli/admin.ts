@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { createPasswordHasher } from '../passwords.js';
 import { createAdminSetupService } from '../services/admin-setup.js';
 import { createSessionService } from '../services/sessions.js';
 import { checkSubcommand, noArguments, parse } from './args.js';
@@ -20,7 +21,8 @@ export async function adminCommand(sub: string | undefined, rest: string[], io: 
   const config = loadCliConfig(io);
   await withDatabase(config, 'idp admin setup-link', async ({ db }) => {
     const sessions = createSessionService({ db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
-    const link = await createAdminSetupService({ db, config, sessions }).issueLink();
+    const passwords = createPasswordHasher(config.passwordHash);
+    const link = await createAdminSetupService({ db, config, sessions, passwords }).issueLink();
     if (!link) {
       throw new AppError(
         409,

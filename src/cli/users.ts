@@ -1,3 +1,4 @@
+import { createPasswordHasher } from '../passwords.js';
 import { createUserService } from '../services/users.js';
 import { passwordChangedNotice } from '../services/recovery.js';
 import { createUserAccessService } from '../services/user-access.js';
@@ -138,7 +139,7 @@ export async function usersCommand(sub: string | undefined, rest: string[], io: 
 
   const config = loadCliConfig(io);
   await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
-    const users = createUserService({ db });
+    const users = createUserService({ db, passwords: createPasswordHasher(config.passwordHash) });
     // A password set by update is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl).
     const mailer = sub === 'update' && password !== undefined ? cliMailer(config, io) : undefined;
     if (mailer) users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
@@ -167,7 +168,10 @@ async function userAccessCommand(
   const json = Boolean(values.json);
   const config = loadCliConfig(io);
   await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
-    const access = createUserAccessService({ db, users: createUserService({ db }) });
+    const access = createUserAccessService({
+      db,
+      users: createUserService({ db, passwords: createPasswordHasher(config.passwordHash) }),
+    });
     if (values.revoke) {
       const result =
         sub === 'sessions'
