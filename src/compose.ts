@@ -35,6 +35,7 @@ import { createTokenIssuer } from './services/token-issuer.js';
 import { createTokenService, type TokenService } from './services/tokens.js';
 import { createUserAccessService, type UserAccessService } from './services/user-access.js';
 import { createUserService, type UserService } from './services/users.js';
+import { createPasswordHasher, type PasswordHasher } from './passwords.js';
 
 /** The domain services (`app.services.*` in the server). Routes and commands call these; they never write SQL. */
 export interface Services {
@@ -44,6 +45,8 @@ export interface Services {
   audit: AuditService;
   /** Notices that cached applications, origins and bearer authentications may be stale. */
   invalidation: InvalidationBus;
+  /** argon2id at the configured cost (PASSWORD_HASH_*), for every service that hashes or verifies. */
+  passwords: PasswordHasher;
   keys: KeyStore;
   sessions: SessionService;
   accounts: AccountService;
@@ -116,7 +119,8 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
   const invalidation = createInvalidationBus();
   const writes = observeWrites(db, invalidation);
 
-  const users = createUserService({ db: writes });
+  const passwords = createPasswordHasher(config.passwordHash);
+  const users = createUserService({ db: writes, passwords });
   const applications = createApplicationService({ db: writes, staticApplications });
   applications.onChange((clientId) => invalidation.emit({ kind: 'application', clientId }));
   invalidation.on((event) => {
@@ -154,8 +158,17 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     idleSeconds: config.ttl.sessionIdle,
   });
   const emailChanges = createEmailChangeService({ db: writes, config, mailer });
-  const recovery = createRecoveryService({ db: writes, config, mailer, log });
-  const accounts = createAccountService({ db: writes, config, sessions, mailer, events, emailChanges, recovery });
+  const recovery = createRecoveryService({ db: writes, config, mailer, log, passwords });
+  const accounts = createAccountService({
+    db: writes,
+    config,
+    sessions,
+    mailer,
+    events,
+    emailChanges,
+    recovery,
+    passwords,
+  });
   // A password set by an operator (admin API, admin web, CLI) is announced like a completed reset.
   users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
   // Bearer authentications (UserInfo, /api/external/*), cached; the token issuer seeds the cache.
@@ -178,11 +191,12 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     access: createUserAccessService({ db: writes, users }),
     audit: createAuditService({ db: writes }),
     invalidation,
+    passwords,
     keys,
     sessions,
     accounts,
     recovery,
-    adminSetup: createAdminSetupService({ db: writes, config, sessions }),
+    adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications }),
     grants: createGrants({ db: writes, issuer: createTokenIssuer({ config, keys, bearers }), events }),
     tokens: createTokenService({ db: writes }),
@@ -197,6 +211,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
       applications,
       emailChanges,
       guards: limits.selfService,
+      passwords,
     }),
     endSession: createEndSessionService({ issuer: config.issuer, keys, applications }),
   };

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { BIN, cleanEnv, concurrency, exits, runCli, type RunOptions } from './fixtures/run-cli.js';
+import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 
 // Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
 t.setTimeout(240_000);
@@ -32,7 +33,16 @@ const runs = {
   none: run([]),
   unknownCommand: run(['frobnicate']),
   unknownOption: run(['apps', 'list', '--bogus']),
-  badConfig: run(['migrate'], { env: { ...env, PORT: 'abc', LOG_LEVEL: 'loud', NODE_ENV: 'production', ...secrets } }),
+  badConfig: run(['migrate'], {
+    env: {
+      ...env,
+      ...PRODUCTION_PASSWORD_HASH_ENV,
+      PORT: 'abc',
+      LOG_LEVEL: 'loud',
+      NODE_ENV: 'production',
+      ...secrets,
+    },
+  }),
   env: run(['env'], { env: { ...env, ...secrets, SECRET_KEY: 'a-real-looking-secret-key-0123456789abcdef' } }),
   optionFirst: run(['apps', '--json', 'list']),
 };
