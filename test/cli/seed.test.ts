@@ -1,6 +1,7 @@
 // `idp seed FILE` and SEED_FILE at serve start: idempotent (the second run writes nothing: no row, no
 // audit event, no updated_at), a changed entry updated to the file, a bad file refused with the file, the
 // entry and the field named and the database left as it was; DATA_DIR=:memory: refused for commands.
+// The commands run in-process (run(argv, io)); `idp serve` runs as a real process.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
