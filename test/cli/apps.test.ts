@@ -1,9 +1,10 @@
-// `idp apps`: one application through its whole life, in one DATA_DIR (or PostgreSQL schema).
+// `idp apps`: one application through its whole life, in one DATA_DIR (or PostgreSQL schema), in-process
+// (run(argv, io)).
 import t from 'tap';
 import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
 import type { Application } from '../../schemas/admin.js';
 
-// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+// Every command opens the database (seconds on a busy machine): more than tap's default.
 t.setTimeout(300_000);
 
 t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 280_000 }, async (t) => {

@@ -1,4 +1,5 @@
-// `idp migrate`, and the lock that keeps a second process out of the embedded database.
+// `idp migrate`, and the lock that keeps a second process out of the embedded database. The commands run
+// in-process (run(argv, io)), except the first migrate and the ones the lock keeps out: real processes.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,12 +13,12 @@ import {
   createPostgresSchema,
   exits,
   parseJson,
-  runCli,
+  runInProcess,
   startServe,
   usingPostgres,
 } from './fixtures/run-cli.js';
 
-// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+// Some tests spawn CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
 t.setTimeout(300_000);
 
 const opts = { timeout: 150_000 };
@@ -36,7 +37,7 @@ t.test('migrate applies 0001-initial once; --status --json reports it applied', 
   const cli = await cliContext(t);
   t.ok(migrationNames.includes('0001-initial'));
 
-  const first = await cli.run(['migrate']);
+  const first = await cli.spawn(['migrate']);
   exits(t, first, 0);
   t.match(first.stdout, /^applied 0001-initial$/m);
   for (const name of migrationNames) t.match(first.stdout, new RegExp(`^applied ${name}$`, 'm'));
@@ -91,7 +92,7 @@ t.test(
     t.equal(lock.pid, server.child.pid, 'the lock names the server process');
     t.equal(lock.purpose, 'server');
 
-    const busy = await cli.run(['apps', 'list']);
+    const busy = await cli.spawn(['apps', 'list']);
     exits(t, busy, 1);
     t.ok(busy.ms < 10_000, `fails fast, without waiting for the database (${busy.ms} ms)`);
     t.match(busy.stderr, /is in use by another process/);
@@ -107,7 +108,7 @@ t.test(
     t.same(exit, { code: 0, signal: null }, 'SIGTERM shuts the server down cleanly', { output: server.output() });
     t.notOk(existsSync(lockFile), 'the server released the lock');
 
-    const free = await cli.run(['apps', 'list']);
+    const free = await cli.spawn(['apps', 'list']);
     exits(t, free, 0);
     t.equal(free.stdout.trim(), 'No applications.');
   },
@@ -150,7 +151,7 @@ t.test(
     const env = cleanEnv({ DATA_DIR: dataDir });
     for (const which of ['first', 'second']) {
       const databaseUrl = await createPostgresSchema(t);
-      const r = await runCli(['migrate', '--json'], { env: { ...env, DATABASE_URL: databaseUrl } });
+      const r = await runInProcess(['migrate', '--json'], { env: { ...env, DATABASE_URL: databaseUrl } });
       exits(t, r, 0, `${which} schema: exits 0`);
       if (r.code === 0)
         t.same(parseJson<{ applied: string[] }>(r).applied, migrationNames, `${which} schema: every migration applied`);
@@ -193,7 +194,7 @@ t.test('database connection problems: exit 1 with a one-line reason, no stack tr
   }
   const limit = concurrency(3);
   const results = await Promise.all(
-    cases.map(({ url }) => limit(() => runCli(['apps', 'list'], { env: { ...env, DATABASE_URL: url } }))),
+    cases.map(({ url }) => limit(() => runInProcess(['apps', 'list'], { env: { ...env, DATABASE_URL: url } }))),
   );
   cases.forEach(({ what, reason }, i) => {
     const r = results[i]!;

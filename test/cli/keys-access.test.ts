@@ -1,4 +1,5 @@
-// `idp keys` and `idp users sessions|grants`, spawned, on a database a real server initialised.
+// `idp keys` and `idp users sessions|grants`, in-process (run(argv, io)), on a database a real server (a
+// process of its own) initialised.
 import t from 'tap';
 import { cliContext, exits, parseJson, startServe } from './fixtures/run-cli.js';
 

@@ -1,6 +1,7 @@
 // `idp seed FILE` and SEED_FILE at serve start: idempotent (the second run writes nothing: no row, no
 // audit event, no updated_at), a changed entry updated to the file, a bad file refused with the file, the
 // entry and the field named and the database left as it was; DATA_DIR=:memory: refused for commands.
+// The commands run in-process (run(argv, io)); `idp serve` runs as a real process.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -212,7 +213,7 @@ t.test('SEED_FILE at serve start: seeded before listening; a bad file stops the 
   const cli = await cliContext(t, { CI_PASSWORD: PASSWORD });
   const file = writeSeed(cli, 'seed.json', SEED);
   const bad = writeSeed(cli, 'bad.json', { users: [{ email: 'x@example.com', passwordEnv: 'UNSET_VAR' }] });
-  const failed = await cli.run(['serve'], { env: { SEED_FILE: bad, PORT: '0' } });
+  const failed = await cli.spawn(['serve'], { env: { SEED_FILE: bad, PORT: '0' } });
   exits(t, failed, 1);
   t.match(
     failed.stderr,
@@ -223,7 +224,7 @@ t.test('SEED_FILE at serve start: seeded before listening; a bad file stops the 
   // (Migrated first: a first start's initdb can exceed Fastify's 10 s plugin timeout on a busy machine.)
   exits(t, await cli.run(['migrate']), 0);
   const statics = writeSeed(cli, 'static.json', [{ ...SEED.applications[0] }]);
-  const clash = await cli.run(['serve'], { env: { SEED_FILE: file, STATIC_APPLICATIONS_FILE: statics, PORT: '0' } });
+  const clash = await cli.spawn(['serve'], { env: { SEED_FILE: file, STATIC_APPLICATIONS_FILE: statics, PORT: '0' } });
   exits(t, clash, 1);
   t.match(clash.stderr, /clientId: is a static application/);
 

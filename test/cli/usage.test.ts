@@ -1,12 +1,13 @@
-// `idp` help, usage errors and configuration errors: none of these may touch a database.
+// `idp` help, usage errors and configuration errors: none of these may touch a database. In-process
+// (run(argv, io)), except two real processes: the installed launcher, and an exit code a shell sees.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { BIN, cleanEnv, concurrency, exits, runCli, type RunOptions } from './fixtures/run-cli.js';
+import { BIN, cleanEnv, concurrency, exits, runCli, runInProcess, type RunOptions } from './fixtures/run-cli.js';
 import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 
-// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+// Two tests spawn a CLI process (~3 s each just to load, more on a busy machine): more than tap's default.
 t.setTimeout(240_000);
 
 // A DATA_DIR of the file's own, so a command that wrongly opened the database could not touch ./data.
@@ -16,7 +17,8 @@ const env = cleanEnv({ DATA_DIR: dataDir });
 
 // These invocations share nothing, so they all start now, three at a time, and each test awaits its own.
 const limit = concurrency(3);
-const run = (args: string[], options: RunOptions = {}) => limit(() => runCli(args, { env, ...options }));
+const run = (args: string[], options: RunOptions = {}) => limit(() => runInProcess(args, { env, ...options }));
+const spawned = (args: string[], options: RunOptions = {}) => limit(() => runCli(args, { env, ...options }));
 
 const secrets = {
   SECRET_KEY: 'short-Secret-Value-1',
@@ -29,9 +31,9 @@ const runs = {
   appsHelp: run(['apps', '--help']),
   usersHelp: run(['users', '--help']),
   migrateHelp: run(['migrate', '--help']),
-  bin: run(['--help'], { entry: BIN }),
+  bin: spawned(['--help'], { entry: BIN }),
   none: run([]),
-  unknownCommand: run(['frobnicate']),
+  unknownCommand: spawned(['frobnicate']),
   unknownOption: run(['apps', 'list', '--bogus']),
   badConfig: run(['migrate'], {
     env: {
@@ -108,7 +110,7 @@ t.test('an option before the subcommand is not silently taken for --help', opts,
   t.notMatch(r.stdout, /^Usage: idp apps/m, 'not the help text');
 });
 
-t.test('an unknown command: exit 2 and a message on stderr', opts, async (t) => {
+t.test('an unknown command: exit 2 (the process exit code) and a message on stderr', opts, async (t) => {
   const r = await runs.unknownCommand;
   exits(t, r, 2);
   t.match(r.stderr, /unknown command "frobnicate"/);

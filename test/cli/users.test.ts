@@ -1,4 +1,5 @@
-// `idp users`: one user through its whole life, in one DATA_DIR (or PostgreSQL schema).
+// `idp users`: one user through its whole life, in one DATA_DIR (or PostgreSQL schema). The commands run
+// in-process (run(argv, io)), except the first create: a real process, with the password on its stdin.
 import t from 'tap';
 import { join } from 'node:path';
 import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
@@ -8,7 +9,7 @@ import { buildTestApp } from '../helpers/app.js';
 import { signInWithInject } from '../helpers/flow.js';
 import { readFileSync } from 'node:fs';
 
-// Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
+// One CLI process (~3 s just to load, more on a busy machine), argon2 hashes, several databases opened.
 t.setTimeout(300_000);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -19,7 +20,7 @@ t.test('users: create, reject a duplicate, show, update, disable, delete', { tim
   let id = '';
 
   await t.test('create --password-stdin --json: the password is set and never printed', async (t) => {
-    const r = await cli.run(
+    const r = await cli.spawn(
       ['users', 'create', '--email', 'Alice@Example.com', '--name', 'Alice Example', '--password-stdin', '--json'],
       {
         input: `${password}\n`,
@@ -127,7 +128,7 @@ t.test(
     t.equal(user.hasPassword, true);
     t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
 
-    // The same database in this process (the CLI has exited and released it): the admin web lets them in.
+    // The same database, opened here once the command has closed and released it: the admin web lets them in.
     const handle = await createDatabase(
       cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
     );
@@ -184,7 +185,7 @@ t.test(
       0,
     );
 
-    /** The same database in this process, between CLI runs (each releases it when it exits). */
+    /** The same database, opened here between CLI runs (each closes and releases it when it is done). */
     async function withApp<T>(fn: (app: Awaited<ReturnType<typeof buildTestApp>>['app']) => Promise<T>): Promise<T> {
       const handle = await createDatabase(
         cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },

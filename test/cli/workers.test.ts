@@ -10,7 +10,7 @@ const SECRET_KEY = 'cli-test-secret-key-0123456789abcdefghij';
 
 t.test('WORKERS > 1 on the embedded database: refused at once, saying what to do', opts, async (t) => {
   const cli = await cliContext(t);
-  const result = await cli.run(['serve'], { env: { WORKERS: '2', SECRET_KEY, DATABASE_URL: '' } });
+  const result = await cli.spawn(['serve'], { env: { WORKERS: '2', SECRET_KEY, DATABASE_URL: '' } });
   exits(t, result, 1);
   t.match(result.stderr, /WORKERS=2 needs DATABASE_URL/);
   t.match(result.stderr, /WORKERS=1/);
@@ -18,7 +18,7 @@ t.test('WORKERS > 1 on the embedded database: refused at once, saying what to do
 
 t.test('WORKERS=0 is a configuration error', opts, async (t) => {
   const cli = await cliContext(t);
-  const result = await cli.run(['serve'], { env: { WORKERS: '0', SECRET_KEY } });
+  const result = await cli.spawn(['serve'], { env: { WORKERS: '0', SECRET_KEY } });
   exits(t, result, 1);
   t.match(result.stderr, /WORKERS/);
 });
