@@ -10,6 +10,8 @@
 # PostgreSQL: DATABASE_URL if set, else postgres://postgres@127.0.0.1:5432/test (started and created as .ci/run
 # does). Builds first: the CLI files spawn the build (IDP_TEST_CLI=dist), as in CI.
 # Prints each file's result and time, and ends with one plain line: "N passed, N failed".
+# `npm run test:heavy -- FILE...` runs only those of its files (e.g. after a change to one area); the counts can
+# be changed through the same variables (IDP_TEST_FUZZ_RUNS, IDP_TEST_RACE_ROUNDS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PG_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -31,6 +33,25 @@ heavy_only_pglite=(test/e2e/quickstart.test.ts)
 for f in "${harder[@]}" "${heavy_only[@]}" "${heavy_only_pg[@]}" "${heavy_only_pglite[@]}"; do
   [ -f "$f" ] || die "$f is missing: update scripts/test-heavy.sh, package.json's tap exclude and the README"
 done
+# Only the files named on the command line, if any (each must be one of the above).
+if [ $# -gt 0 ]; then
+  for f in "$@"; do
+    case " ${harder[*]} ${heavy_only[*]} ${heavy_only_pg[*]} ${heavy_only_pglite[*]} " in
+      *" $f "*) ;;
+      *) die "$f is not a file of the heavy tier" ;;
+    esac
+  done
+  ARGS=("$@")
+  only() {
+    local kept=() f
+    for f in "$@"; do [[ " ${ARGS[*]} " == *" $f "* ]] && kept+=("$f"); done
+    echo "${kept[@]}"
+  }
+  read -ra harder <<<"$(only "${harder[@]}")"
+  read -ra heavy_only <<<"$(only "${heavy_only[@]}")"
+  read -ra heavy_only_pg <<<"$(only "${heavy_only_pg[@]}")"
+  read -ra heavy_only_pglite <<<"$(only "${heavy_only_pglite[@]}")"
+fi
 
 step "prerequisites"
 # A Redis-compatible server (test/cli/multi-instance.test.ts starts its own) and a PostgreSQL server with initdb
@@ -83,14 +104,15 @@ run_part() {
 }
 
 common=(IDP_TEST_FUZZ_RUNS="$FUZZ_RUNS" IDP_TEST_RACE_ROUNDS="$RACE_ROUNDS" IDP_TEST_UPGRADES=all)
-run_part pglite DATABASE_URL= IDP_TEST_QUICKSTART=1 "${common[@]}" \
-  -- "${harder[@]}" "${heavy_only[@]}" "${heavy_only_pglite[@]}"
+pglite_files=("${harder[@]}" "${heavy_only[@]}" "${heavy_only_pglite[@]}")
+pg_files=("${harder[@]}" "${heavy_only[@]}" "${heavy_only_pg[@]}")
+[ ${#pglite_files[@]} -gt 0 ] \
+  && run_part pglite DATABASE_URL= IDP_TEST_QUICKSTART=1 "${common[@]}" -- "${pglite_files[@]}"
 # Schemas left by an interrupted earlier run (each test file makes its own, test_<pid>_<random>).
 psql "$PG_URL" -Atqc "select string_agg(format('drop schema %I cascade', nspname), '; ') from pg_namespace
   where nspname like 'test\_%'" | { read -r drops; [ -n "$drops" ] && psql "$PG_URL" -qc "$drops"; true; }
 # CI=true: the multi-instance file's Redis part may not skip (it fails when no Redis server is found).
-run_part postgres DATABASE_URL="$PG_URL" CI=true "${common[@]}" \
-  -- "${harder[@]}" "${heavy_only[@]}" "${heavy_only_pg[@]}"
+[ ${#pg_files[@]} -gt 0 ] && run_part postgres DATABASE_URL="$PG_URL" CI=true "${common[@]}" -- "${pg_files[@]}"
 
 step "done"
 printf '%s\n' "${SUMMARY[@]}"
