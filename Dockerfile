@@ -5,6 +5,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY app ./app
 COPY src ./src
 COPY plugins ./plugins
 COPY schemas ./schemas
@@ -36,5 +37,5 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "dist/src/cli.js"]
+ENTRYPOINT ["node", "dist/app/cli.js"]
 CMD ["serve"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // External API benchmark: GET /api/external/me with valid bearer tokens, driven by autocannon (programmatic
-// API) over loopback, against `node dist/src/cli.js serve` on a fresh PostgreSQL database that is dropped at
+// API) over loopback, against `node dist/app/cli.js serve` on a fresh PostgreSQL database that is dropped at
 // the end; and, in the same run, a bare Fastify route in a second process on this machine, driven with the
 // same settings, for the ratio /me ÷ bare.
 // Setup (unmeasured): --tokens users each sign in once through the hosted pages (authorize → sign-in →
@@ -165,7 +165,7 @@ async function main() {
       `${ROUNDS} round(s) of bare then me, ` +
       `${WARMUP_S ? `${WARMUP_S} s unmeasured warm-up per target` : 'no warm-up'}, ` +
       `${TOKENS} access tokens (scope "${SCOPE}", one user each) spread over the requests\n` +
-      `  me:   GET ${PATH} with Authorization: Bearer, node dist/src/cli.js serve on ${origin}, ` +
+      `  me:   GET ${PATH} with Authorization: Bearer, node dist/app/cli.js serve on ${origin}, ` +
       'NODE_ENV=production, LOG_LEVEL=warn, ' +
       `DATABASE_POOL_SIZE=${POOL ?? '10 (default)'}\n` +
       `  bare: GET ${PATH}, the same requests, Fastify ${fastifyVersion} (no logger, no plugins) ` +
@@ -176,7 +176,7 @@ async function main() {
 
   const ready = await startProcess({
     name: 'server',
-    args: ['dist/src/cli.js', 'serve'],
+    args: ['dist/app/cli.js', 'serve'],
     env,
     readyUrl: `${origin}/healthz`,
   });

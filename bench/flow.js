@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Flow benchmark: complete authorization code flows (PKCE) through the hosted pages, over real HTTP on
-// loopback, against `node dist/src/cli.js serve` on a fresh PostgreSQL database that is dropped at the end.
+// loopback, against `node dist/app/cli.js serve` on a fresh PostgreSQL database that is dropped at the end.
 //   scenario "password": a new browser each flow: authorize (→ sign-in page) → sign-in POST (argon2id)
 //                        → continue (consent remembered) → code redirect → token POST → userinfo GET
 //   scenario "session":  each virtual user keeps its session cookie: authorize → code redirect at once
@@ -244,7 +244,7 @@ async function main() {
     `configuration: ${VUS} virtual users, ` +
       `${COUNT ? `${COUNT} flows per user (cap ${DURATION_S} s)` : `${DURATION_S} s`} per scenario, ` +
       `scenarios ${opts.scenario}, scope "${SCOPE}", PKCE S256\n` +
-      `  server: node dist/src/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
+      `  server: node dist/app/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
       `DATABASE_POOL_SIZE=${POOL ?? '10 (default)'}; client and server share this machine\n` +
       databaseLine(pgVersion),
   );

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Refresh benchmark: grant_type=refresh_token with rotation, over real HTTP on loopback, against
-// `node dist/src/cli.js serve` on a fresh PostgreSQL database that is dropped at the end.
+// `node dist/app/cli.js serve` on a fresh PostgreSQL database that is dropped at the end.
 // Setup (unmeasured): one user per chain signs in through the hosted pages (authorize → sign-in → continue
 // → consent → code → token, scope "openid offline_access", PKCE S256) and gets a refresh token.
 // Measured: every chain loops for --duration seconds: POST /api/auth/oauth2/token grant_type=refresh_token
@@ -325,7 +325,7 @@ async function main() {
   console.log(
     `configuration: ${CHAINS} refresh chains, ${DURATION_S} s, scope "${SCOPE}", public client (client_id only), ` +
       'rotation on every refresh, REFRESH_TOKEN_GRACE=0 (default)\n' +
-      `  server: node dist/src/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
+      `  server: node dist/app/cli.js serve on ${origin}, NODE_ENV=production, LOG_LEVEL=warn, ` +
       `DATABASE_POOL_SIZE=${POOL ?? '10 (default)'}; client and server share this machine\n` +
       databaseLine(pgVersion),
   );

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The soak of issue 16 (part 7): our server (`node dist/src/cli.js serve`, METRICS=on) on a fresh PostgreSQL
+// The soak of issue 16 (part 7): our server (`node dist/app/cli.js serve`, METRICS=on) on a fresh PostgreSQL
 // database (or embedded PGlite with --db pglite) under a steady mixed load for --duration seconds: sign-ins
 // (argon2id, a fresh browser each), SSO flows, refresh chains, /api/external/me and admin changes (a user's
 // name, an application created, changed and deleted: each drops caches through the invalidation bus). Every

@@ -92,5 +92,5 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(' ')}`,
 );
-await measure('node dist/src/cli.js serve (compiled)', process.execPath, ['dist/src/cli.js', 'serve']);
+await measure('node dist/app/cli.js serve (compiled)', process.execPath, ['dist/app/cli.js', 'serve']);
 if (withNpm) await measure('npm start (builds, then serves)', 'npm', ['start', '--silent']);

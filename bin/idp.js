@@ -5,11 +5,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const compiled = join(root, 'dist', 'src', 'cli.js');
+const compiled = join(root, 'dist', 'app', 'cli.js');
 if (existsSync(compiled)) {
   await import(pathToFileURL(compiled).href);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(pathToFileURL(join(root, 'src', 'cli.ts')).href);
+  await import(pathToFileURL(join(root, 'app', 'cli.ts')).href);
 }

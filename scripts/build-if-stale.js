@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start`: runs `npm run build` only when dist/ is missing or older than what the build reads (the .ts
-// files of src/, plugins/, schemas/ and db/, their folders, so that a deleted or renamed file counts, and
+// files of app/, src/, plugins/, schemas/ and db/, their folders, so that a deleted or renamed file counts, and
 // tsconfig*.json and package.json). The time a build through here started is kept in dist/.build-stamp: a
 // file saved during that build is newer and makes the next start build again. `npm run build` always
 // builds (it leaves the stamp alone, so the next start after it may build once more). --check: print
@@ -27,7 +27,9 @@ export function newestInput(dir = root) {
       else if (entry.name.endsWith('.ts')) see(full, statSync(full).mtimeMs);
     }
   };
-  for (const folder of ['src', 'plugins', 'schemas', 'db']) if (existsSync(join(dir, folder))) walk(join(dir, folder));
+  for (const folder of ['app', 'src', 'plugins', 'schemas', 'db']) {
+    if (existsSync(join(dir, folder))) walk(join(dir, folder));
+  }
   for (const name of readdirSync(dir)) {
     if (name === 'package.json' || /^tsconfig.*\.json$/.test(name))
       see(join(dir, name), statSync(join(dir, name)).mtimeMs);
@@ -38,7 +40,7 @@ export function newestInput(dir = root) {
 /** Why a build is needed, or undefined when dist/ is up to date. */
 export function staleReason(dir = root) {
   const stamp = join(dir, 'dist', '.build-stamp');
-  if (!existsSync(join(dir, 'dist', 'src', 'cli.js'))) return 'dist/ has no build';
+  if (!existsSync(join(dir, 'dist', 'app', 'cli.js'))) return 'dist/ has no build';
   if (!existsSync(stamp)) return 'dist/ was not built by npm start before';
   let startedAt;
   try {

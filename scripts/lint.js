@@ -1,22 +1,24 @@
 #!/usr/bin/env node
 // Architecture lint: the layering rules of the README's "How the code is laid out", checked on every
-// file of src/, plugins/, schemas/ and db/.
-//  - only the entry point (src/cli.ts) reads process.env;
+// file of app/, src/, plugins/, schemas/ and db/.
+//  - the library layers (src/, db/, schemas/) import nothing of plugins/ or app/, and plugins/ nothing of
+//    app/: the assembly (app/) sits on top, the HTTP plugins below it, the library under both;
+//  - only the entry point (app/cli.ts) reads process.env;
 //  - src/oauth is pure protocol logic: no Fastify, no Kysely, no database, no services, no plugins;
 //  - src/domain and src/services never import Fastify or plugins/; src/domain never imports db/;
 //  - db/ imports nothing of src/, plugins/ or schemas/;
 //  - plugins/ and schemas/ never import db/ and never write SQL: they call services;
 //  - SQL (kysely, db.selectFrom...) lives in db/ only;
-//  - no import cycles between folders (a file directly in src/ counts as a folder of its own);
+//  - no import cycles between folders (a file directly in src/ or app/ counts as a folder of its own);
 //  - plugins are registered explicitly: no @fastify/autoload;
-//  - no line over 120 characters (src, plugins, schemas, db, scripts, bench, test).
+//  - no line over 120 characters (app, src, plugins, schemas, db, scripts, bench, test).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(fileURLToPath(import.meta.url), '..', '..');
 const files = [];
-for (const dir of ['src', 'plugins', 'schemas', 'db']) walk(join(root, dir));
+for (const dir of ['app', 'src', 'plugins', 'schemas', 'db']) walk(join(root, dir));
 function walk(path) {
   for (const name of readdirSync(path)) {
     const full = join(path, name);
@@ -28,7 +30,14 @@ function walk(path) {
 const problems = [];
 /** Folder-level import graph: folder -> folder -> first import seen (for the message). */
 const edges = new Map();
-const unitOf = (rel) => (dirname(rel) === 'src' ? rel : dirname(rel));
+const unitOf = (rel) => (dirname(rel) === 'src' || dirname(rel) === 'app' ? rel : dirname(rel));
+/** The layers above each layer: what it must never import (the top folder of the imported file). */
+const ABOVE = {
+  src: ['plugins', 'app'],
+  db: ['plugins', 'app'],
+  schemas: ['plugins', 'app'],
+  plugins: ['app'],
+};
 
 for (const file of files) {
   const rel = relative(root, file);
@@ -40,7 +49,7 @@ for (const file of files) {
     });
   const layer = (prefix) => rel.startsWith(prefix);
   const importsOf = (re) => new RegExp(`(from|import)\\s*\\(?\\s*['"]${re.source}`);
-  if (rel !== 'src/cli.ts') report(/process\.env\b/, 'only src/cli.ts reads process.env; pass a Config instead');
+  if (rel !== 'app/cli.ts') report(/process\.env\b/, 'only app/cli.ts reads process.env; pass a Config instead');
   if (layer('src/oauth/')) {
     report(
       importsOf(/(fastify|kysely|pg|@electric-sql\/pglite)['"/]/),
@@ -62,10 +71,18 @@ for (const file of files) {
   }
   if (layer('src/'))
     report(/\.(selectFrom|insertInto|updateTable|deleteFrom)\(/, 'no SQL outside db/: call a repository');
-  report(/@fastify\/autoload/, 'register plugins explicitly in src/app.ts');
+  report(/@fastify\/autoload/, 'register plugins explicitly in app/app.ts');
 
   for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {
     const target = relative(root, resolve(dirname(file), m[1])).replace(/\.js$/, '.ts');
+    const layerOf = (path) => path.split(/[\\/]/)[0];
+    if (ABOVE[layerOf(rel)]?.includes(layerOf(target))) {
+      const line = text.slice(0, m.index).split('\n').length;
+      problems.push(
+        `${rel}:${line}: ${layerOf(rel)}/ must not import ${layerOf(target)}/ (${target}): ` +
+          'app/ sits above plugins/, plugins/ above src/, schemas/ and db/; pass what it needs in instead',
+      );
+    }
     const from = unitOf(rel);
     const to = unitOf(target);
     if (from === to) continue;
@@ -77,7 +94,7 @@ for (const file of files) {
 // No line over 120 characters in code, tests and benchmarks (Biome formats to 120; strings and comments
 // it cannot wrap are wrapped by hand).
 const codeFiles = [];
-for (const dir of ['src', 'plugins', 'schemas', 'db', 'scripts', 'bench', 'test']) collect(join(root, dir));
+for (const dir of ['app', 'src', 'plugins', 'schemas', 'db', 'scripts', 'bench', 'test']) collect(join(root, dir));
 function collect(path) {
   for (const name of readdirSync(path)) {
     const full = join(path, name);

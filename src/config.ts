@@ -1,11 +1,17 @@
 // Configuration: the checked environment (src/env-schema.ts) becomes a Config. Only entry points
-// (src/cli.ts) read process.env; everything else receives a Config.
+// (app/cli.ts) read process.env; everything else receives a Config.
 import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
 import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 
 import { EnvSchema, type Env, RATE_LIMIT_RULES, type RateLimitRule, type RateLimitSetting } from './env-schema.js';
+import {
+  ARGON2_MIN_MEMORY_KIB_PER_LANE,
+  OWASP_ARGON2ID_MINIMUMS,
+  owaspMinimumMemoryKib,
+  type PasswordHashCost,
+} from './passwords.js';
 
 export { EnvSchema, RATE_LIMIT_RULES };
 export type { Env, RateLimitRule, RateLimitSetting };
@@ -53,6 +59,8 @@ export interface Config {
   logFormat: 'auto' | 'pretty' | 'json';
   /** METRICS and METRICS_TOKEN: Prometheus metrics at /metrics (src/metrics.ts), behind the token when set. */
   metrics: { enabled: boolean; token: string | undefined };
+  /** PASSWORD_HASH_*: the argon2id cost of new password hashes (src/passwords.ts createPasswordHasher). */
+  passwordHash: PasswordHashCost;
   shutdownTimeoutSeconds: number;
   cleanupIntervalSeconds: number;
   corsCacheSeconds: number;
@@ -245,6 +253,28 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
         '`openssl rand -base64 32`; without it /metrics answers anyone), or METRICS=off',
     );
   }
+  const passwordHash: PasswordHashCost = {
+    memoryKib: parsed.PASSWORD_HASH_MEMORY_KIB,
+    iterations: parsed.PASSWORD_HASH_ITERATIONS,
+    parallelism: parsed.PASSWORD_HASH_PARALLELISM,
+  };
+  if (passwordHash.memoryKib < ARGON2_MIN_MEMORY_KIB_PER_LANE * passwordHash.parallelism) {
+    problem(
+      'PASSWORD_HASH_MEMORY_KIB',
+      `at least ${ARGON2_MIN_MEMORY_KIB_PER_LANE} KiB per lane of PASSWORD_HASH_PARALLELISM ` +
+        `(${ARGON2_MIN_MEMORY_KIB_PER_LANE * passwordHash.parallelism} KiB)`,
+    );
+  }
+  // A test's cheap cost must never reach production: OWASP's argon2id minimum (src/passwords.ts).
+  if (production && passwordHash.memoryKib < owaspMinimumMemoryKib(passwordHash.iterations)) {
+    const pairs = OWASP_ARGON2ID_MINIMUMS.map((p) => `m=${p.memoryKib}/t=${p.iterations}`).join(', ');
+    problem(
+      'PASSWORD_HASH_MEMORY_KIB',
+      `at least ${owaspMinimumMemoryKib(passwordHash.iterations)} KiB with PASSWORD_HASH_ITERATIONS=` +
+        `${passwordHash.iterations} when NODE_ENV=production (OWASP's argon2id minimum: ${pairs}); ` +
+        'unset, the default m=19456/t=2 meets it',
+    );
+  }
   if (parsed.REFRESH_TOKEN_ABSOLUTE_TTL < parsed.REFRESH_TOKEN_TTL && !seen.has('REFRESH_TOKEN_ABSOLUTE_TTL')) {
     problem('REFRESH_TOKEN_ABSOLUTE_TTL', `a value at least REFRESH_TOKEN_TTL (${parsed.REFRESH_TOKEN_TTL})`);
   }
@@ -327,6 +357,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     logLevel: parsed.LOG_LEVEL,
     logFormat: parsed.LOG_FORMAT,
     metrics: { enabled: parsed.METRICS === 'on', token: parsed.METRICS_TOKEN },
+    passwordHash,
     shutdownTimeoutSeconds: parsed.SHUTDOWN_TIMEOUT,
     cleanupIntervalSeconds: parsed.CLEANUP_INTERVAL,
     corsCacheSeconds: parsed.CORS_CACHE_TTL,

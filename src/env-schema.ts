@@ -190,6 +190,26 @@ export const EnvSchema = Type.Object({
       description: 'at least 32 characters: /metrics then asks for Authorization: Bearer <METRICS_TOKEN>',
     }),
   ),
+  PASSWORD_HASH_MEMORY_KIB: Type.Integer({
+    minimum: 8,
+    maximum: 1048576,
+    default: 19456,
+    description:
+      'a whole number of KiB from 8 to 1048576: the memory of one argon2id password hash (m); ' +
+      "NODE_ENV=production refuses less than OWASP's minimum for PASSWORD_HASH_ITERATIONS",
+  }),
+  PASSWORD_HASH_ITERATIONS: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 2,
+    description: 'a whole number from 1 to 64: the iterations of one argon2id password hash (t)',
+  }),
+  PASSWORD_HASH_PARALLELISM: Type.Integer({
+    minimum: 1,
+    maximum: 16,
+    default: 1,
+    description: 'a whole number from 1 to 16: the lanes of one argon2id password hash (p)',
+  }),
   SHUTDOWN_TIMEOUT: Seconds(10, 'seconds to wait for in-flight requests on shutdown'),
   ACCESS_TOKEN_TTL: Seconds(3600, 'access token lifetime in seconds'),
   ID_TOKEN_TTL: Seconds(3600, 'ID token lifetime in seconds'),

@@ -1,40 +1,82 @@
-// argon2id with OWASP's minimum parameters (m=19456 KiB, t=2, p=1).
+// Password hashing: argon2id at the cost the configuration gives (PASSWORD_HASH_*; by default m=19456 KiB,
+// t=2, p=1, OWASP's second minimum), and the rules of a new password.
 import { createRequire } from 'node:module';
 import { hash, verify } from '@node-rs/argon2';
 
-// 2 = Argon2id in @node-rs/argon2's Algorithm enum (a const enum, which verbatimModuleSyntax cannot import).
-export const PASSWORD_HASH_OPTIONS = { algorithm: 2, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
-
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, PASSWORD_HASH_OPTIONS);
+/** The argon2id cost: memory in KiB (m), iterations (t) and lanes (p), as the PHC string writes them. */
+export interface PasswordHashCost {
+  memoryKib: number;
+  iterations: number;
+  parallelism: number;
 }
 
-export async function verifyPassword(hashed: string, password: string): Promise<boolean> {
-  try {
-    return await verify(hashed, password);
-  } catch {
-    return false;
+/**
+ * OWASP Password Storage Cheat Sheet, argon2id: each pair is a minimum, all with p=1 (they trade memory for
+ * iterations at equal cost). A cost meets OWASP's minimum when its memory and iterations reach one pair.
+ */
+export const OWASP_ARGON2ID_MINIMUMS: ReadonlyArray<{ memoryKib: number; iterations: number }> = [
+  { memoryKib: 47104, iterations: 1 },
+  { memoryKib: 19456, iterations: 2 },
+  { memoryKib: 12288, iterations: 3 },
+  { memoryKib: 9216, iterations: 4 },
+  { memoryKib: 7168, iterations: 5 },
+];
+
+/** The least memory OWASP accepts with this many iterations (its pairs, read as steps). */
+export function owaspMinimumMemoryKib(iterations: number): number {
+  return Math.min(...OWASP_ARGON2ID_MINIMUMS.filter((p) => p.iterations <= iterations).map((p) => p.memoryKib));
+}
+
+/** argon2's own floor: 8 KiB per lane (@node-rs/argon2 refuses less: "Memory cost is too small"). */
+export const ARGON2_MIN_MEMORY_KIB_PER_LANE = 8;
+
+export interface PasswordHasher {
+  readonly cost: Readonly<PasswordHashCost>;
+  hash(password: string): Promise<string>;
+  /** False for a wrong password and for a stored value that is not an argon2 hash. */
+  verify(hashed: string, password: string): Promise<boolean>;
+  /** True when a stored hash was made with another cost than the configured one (rehash it on sign-in). */
+  needsRehash(hashed: string): boolean;
+  /** Unknown e-mails pay the same hash cost as known ones (no account enumeration by timing). */
+  verifyAgainstDummy(password: string): Promise<false>;
+}
+
+/** One per configuration (createServices): every service that hashes or verifies receives it. */
+export function createPasswordHasher(cost: PasswordHashCost): PasswordHasher {
+  const frozen = Object.freeze({ ...cost });
+  // 2 = Argon2id in @node-rs/argon2's Algorithm enum (a const enum, which verbatimModuleSyntax cannot import).
+  const options = {
+    algorithm: 2,
+    memoryCost: frozen.memoryKib,
+    timeCost: frozen.iterations,
+    parallelism: frozen.parallelism,
+  } as const;
+  const hashPassword = (password: string) => hash(password, options);
+  async function verifyPassword(hashed: string, password: string): Promise<boolean> {
+    try {
+      return await verify(hashed, password);
+    } catch {
+      return false;
+    }
   }
-}
-
-/** True when a stored hash was made with other parameters than today's (rehash it on sign-in). */
-export function needsRehash(hashed: string): boolean {
-  const m = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/.exec(hashed);
-  if (!m) return true;
-  const [, memory, time, parallelism] = m.map(Number);
-  return (
-    memory !== PASSWORD_HASH_OPTIONS.memoryCost ||
-    time !== PASSWORD_HASH_OPTIONS.timeCost ||
-    parallelism !== PASSWORD_HASH_OPTIONS.parallelism
-  );
-}
-
-let dummyHash: Promise<string> | undefined;
-/** Unknown e-mails pay the same hash cost as known ones (no account enumeration by timing). */
-export async function verifyAgainstDummy(password: string): Promise<false> {
-  dummyHash ??= hashPassword('dummy password that never matches');
-  await verifyPassword(await dummyHash, password);
-  return false;
+  // Made at this cost on first use, so a dummy verification costs what a real one does.
+  let dummyHash: Promise<string> | undefined;
+  return {
+    cost: frozen,
+    hash: hashPassword,
+    verify: verifyPassword,
+    needsRehash(hashed) {
+      const m = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/.exec(hashed);
+      if (!m) return true;
+      const [, memory, time, parallelism] = m.map(Number);
+      return memory !== frozen.memoryKib || time !== frozen.iterations || parallelism !== frozen.parallelism;
+    },
+    async verifyAgainstDummy(password) {
+      dummyHash ??= hashPassword('dummy password that never matches');
+      await verifyPassword(await dummyHash, password);
+      return false;
+    },
+  };
 }
 
 export const PASSWORD_MIN_LENGTH = 8;

@@ -114,13 +114,13 @@ function git(...args) {
 /** The first lines of every report: node, machine, load average at start, commit. */
 export function printMachine(loadStart) {
   const commit = git('rev-parse', '--short', 'HEAD');
-  const dirty = git('status', '--porcelain', '--', 'src', 'plugins', 'schemas', 'db');
+  const dirty = git('status', '--porcelain', '--', 'app', 'src', 'plugins', 'schemas', 'db');
   const cpu = cpus();
   console.log(
     `node ${process.version}, ${platform()} ${arch()}, ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? 'unknown'})`,
   );
   console.log(`load average at start: ${loadStart}`);
-  console.log(`commit ${commit ?? 'unknown'}${dirty ? ' with uncommitted changes in src/plugins/schemas/db' : ''}`);
+  console.log(`commit ${commit ?? 'unknown'}${dirty ? ' with uncommitted changes in app/src/plugins/schemas/db' : ''}`);
 }
 
 export class StepError extends Error {

@@ -1,5 +1,5 @@
 // Preload of `npm run bench` (bench-only; nothing in src/ knows of it):
-//   node --import ./bench/lib/count-statements.js dist/src/cli.js serve
+//   node --import ./bench/lib/count-statements.js dist/app/cli.js serve
 // counts the statements a server process sends to its database, BEGIN/COMMIT included: every call of
 // pg.Client.prototype.query (pg.Pool's queries, prepared statements and transactions all go through it) and of
 // PGlite.prototype.query / exec (kysely-pglite-dialect sends every statement, BEGIN and COMMIT included, through

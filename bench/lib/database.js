@@ -76,7 +76,7 @@ export const baseEnv = () => ({
 /** The METRICS_TOKEN of a run's server with BENCH_METRICS set (bench/soak.js scrapes with it). */
 export const BENCH_METRICS_TOKEN = 'bench-metrics-token-0123456789abcdefghijkl';
 
-/** The environment of `node dist/src/cli.js serve` on the run's database and DATA_DIR. */
+/** The environment of `node dist/app/cli.js serve` on the run's database and DATA_DIR. */
 export const serverEnv = ({ port, origin, pool, adminToken }) => ({
   ...baseEnv(),
   HOST: '127.0.0.1',

@@ -17,13 +17,13 @@ function newestSourceMtime() {
       else if (name.endsWith('.ts')) newest = Math.max(newest, st.mtimeMs);
     }
   };
-  for (const dir of ['src', 'plugins', 'schemas', 'db']) if (existsSync(join(root, dir))) walk(join(root, dir));
+  for (const dir of ['app', 'src', 'plugins', 'schemas', 'db']) if (existsSync(join(root, dir))) walk(join(root, dir));
   return newest;
 }
 
 /** Runs `npm run build` when dist/ is missing or older than the sources (unless --no-build). */
 export function buildIfStale(noBuild) {
-  const cliJs = join(root, 'dist', 'src', 'cli.js');
+  const cliJs = join(root, 'dist', 'app', 'cli.js');
   if (!noBuild && (!existsSync(cliJs) || statSync(cliJs).mtimeMs < newestSourceMtime())) {
     console.log('building (dist/ is missing or older than the sources): npm run build');
     const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
@@ -110,13 +110,13 @@ export async function startProcess({
   return now() - started;
 }
 
-/** `node dist/src/cli.js serve` as run.processes.server ("the server"), /healthz polled through `client`. */
+/** `node dist/app/cli.js serve` as run.processes.server ("the server"), /healthz polled through `client`. */
 export function startServer(client, env) {
   const readyUrl = `${client.origin}/healthz`;
   return startProcess({
     name: 'server',
     label: 'the server',
-    args: ['dist/src/cli.js', 'serve'],
+    args: ['dist/app/cli.js', 'serve'],
     env,
     readyUrl,
     probe: async () => (await client.request(readyUrl)).status,

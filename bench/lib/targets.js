@@ -1,5 +1,5 @@
 // The servers `npm run bench` measures, one at a time, each on 127.0.0.1 and a free port:
-//  - ours: `node --import ./bench/lib/count-statements.js dist/src/cli.js serve`, on a fresh idp_bench_<random>
+//  - ours: `node --import ./bench/lib/count-statements.js dist/app/cli.js serve`, on a fresh idp_bench_<random>
 //    PostgreSQL database or (no DATABASE_URL) on file-backed PGlite in a fresh DATA_DIR; one application and
 //    the users created through the admin API;
 //  - the anchor: bench/anchor/server.js (node-oidc-provider) with its memory adapter or bench/anchor/pg-adapter.js
@@ -86,13 +86,13 @@ export async function startOurs(db) {
   if (db === 'pglite') {
     // initdb (WASM) and the migrations first, through the CLI: inside `serve` they count against Fastify's
     // 10 s plugin timeout, which a loaded 2-core machine can exceed (seen: "Plugin did not start in time: 'db'").
-    const r = spawnSync(process.execPath, ['dist/src/cli.js', 'migrate'], { cwd: root, env, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['dist/app/cli.js', 'migrate'], { cwd: root, env, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`idp migrate on PGlite failed (${r.status}): ${r.stderr.slice(0, 400)}`);
   }
   const readyMs = await startProcess({
     name: 'server',
     label: `our server (${db})`,
-    args: [...PRELOAD, ...cpuProfile(), 'dist/src/cli.js', 'serve'],
+    args: [...PRELOAD, ...cpuProfile(), 'dist/app/cli.js', 'serve'],
     env,
     readyUrl: `${origin}/healthz`,
   });

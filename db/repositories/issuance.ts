@@ -6,7 +6,9 @@
 import { CompiledQuery } from 'kysely';
 import { executePrepared, type Db } from '../create-db.js';
 import { type BearerQueryRow, type BearerRow, bearerSelect, toBearerRow } from './access-tokens.js';
+import { refreshRulesSql } from './refresh-rules.js';
 import { liveSessionCtes } from './sessions.js';
+import { ssoRulesSql } from './sso-rules.js';
 
 function run<R>(db: Db, name: string, text: string, parameters: unknown[]): Promise<R[]> {
   return executePrepared(db, name, CompiledQuery.raw(text, parameters) as CompiledQuery<R>);
@@ -65,15 +67,14 @@ export interface CodeSession {
   issuedAt: string;
 }
 
-// Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does), of an
-// enabled user with a verified e-mail, signed in within max_age, whose remembered consent covers the scopes;
-// no row otherwise (the caller then takes the long way: session lookup, nextStep, which says why). $1 client,
-// $2 session hash, $3 idle timeout, $4 touch interval, $5 max_age (null: none), $6 the scopes.
+// Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does) where every
+// rule of db/repositories/sso-rules.ts holds (an enabled user with a verified e-mail, signed in within max_age,
+// whose remembered consent covers the scopes); no row otherwise (the caller then takes the long way: session
+// lookup, nextStep, which says why). $1 client, $2 session hash, $3 idle timeout, $4 touch interval, $5 max_age
+// (null: none), $6 the scopes.
 const BY_SESSION = `with ${liveSessionCtes(2, 3, 4)}
 select s.id as session_id, s.user_id, s.auth_time, now()::text as issued_at from s join users u on u.id = s.user_id
- where u.disabled = false and u.email_verified
-   and ($5::double precision is null or s.auth_time >= now() - make_interval(secs => $5::double precision))
-   and exists (select 1 from consents where user_id = s.user_id and client_id = $1::text and scopes @> $6::jsonb)`;
+ where ${ssoRulesSql({ client: '$1::text', maxAge: '$5::double precision', scopes: '$6::jsonb' })}`;
 
 /** What a code for the cookie's live session, with nothing to ask, is bound to (see BY_SESSION); else undefined. */
 export async function sessionForCode(db: Db, clientId: string, gate: SessionGate): Promise<CodeSession | undefined> {
@@ -193,18 +194,18 @@ export interface Rotated {
   auth_time: Date | null;
 }
 
-// One statement for the common refresh: the presented token is marked used only when it is unused, not
-// revoked, of this client, within both lifetimes, of a live grant and of an enabled user; the successor
-// pair and refresh_token.rotated are written from what that update returned, so a token that fails any
-// check changes nothing (the locked path then finds out why). Concurrent uses: the row lock makes the
-// second update re-check used_at and match nothing.
+// One statement for the common refresh: the presented token is marked used only when every rule of
+// db/repositories/refresh-rules.ts holds (unused, not revoked, of this client, within both lifetimes, of a
+// live grant and of an enabled user); the successor pair and refresh_token.rotated are written from what
+// that update returned, so a token that fails any rule changes nothing (the locked path then reads the same
+// rules over the locked row to say why). Concurrent uses: the row lock makes the second update re-check
+// used_at and match nothing.
 const ROTATE = `with used as (
   update refresh_tokens r
      set used_at = now(), successor_hash = $6::text, successor_sealed = $8::text, successor_access_sealed = $9::text
     from grants g, users u
-   where r.token_hash = $1::text and r.used_at is null and r.revoked_at is null and r.client_id = $2::text
-     and r.expires_at > now() and r.absolute_expires_at > now()
-     and g.id = r.grant_id and g.revoked_at is null and u.id = r.user_id and u.disabled = false
+   where r.token_hash = $1::text and g.id = r.grant_id and u.id = r.user_id
+     and ${refreshRulesSql('$2::text')}
   returning r.grant_id, r.user_id, r.scope, r.absolute_expires_at, g.auth_time
 ), access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)

@@ -6,16 +6,21 @@ import { revokeGrant } from './grants.js';
 
 export type RefreshTokenRow = Selectable<RefreshTokensTable>;
 
-/** The refresh token row, locked for the rest of the transaction, with its grant's state. */
+/**
+ * The refresh token row, locked for the rest of the transaction, with its grant's and its user's state: what
+ * the rules of db/repositories/refresh-rules.ts read (refreshChecks) to say why it is not current.
+ */
 export async function lockRefreshToken(db: Tx, tokenHash: string) {
   return db
     .selectFrom('refresh_tokens')
     .innerJoin('grants', 'grants.id', 'refresh_tokens.grant_id')
+    .innerJoin('users', 'users.id', 'refresh_tokens.user_id')
     .selectAll('refresh_tokens')
     .select([
       'grants.revoked_at as grant_revoked_at',
       'grants.scope as grant_scope',
       'grants.auth_time as grant_auth_time',
+      'users.disabled as user_disabled',
     ])
     .where('refresh_tokens.token_hash', '=', tokenHash)
     .forUpdate('refresh_tokens')

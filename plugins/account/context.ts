@@ -7,7 +7,7 @@ import type { Config } from '../../src/config.js';
 import type { SessionContext } from '../../src/domain/session.js';
 import { AppError } from '../../src/errors.js';
 import { RateLimitError } from '../infra/rate-limit.js';
-import { createCsrf } from '../pages/csrf.js';
+import { createCsrf } from '../infra/browser-session.js';
 import { sendPage } from '../pages/kit.js';
 import type { FormErrors } from './layout.js';
 import { selfService } from './service.js';
@@ -71,9 +71,8 @@ export function createAccountContext(app: App, config: Config, loginPath: string
 
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
 
-  /** The session cookie's attributes, to clear it after the account is deleted (its session row is gone). */
-  const sessionCookie = { path: '/', httpOnly: true, secure: config.cookieSecure, sameSite: config.cookieSameSite };
-  const clearSessionCookie = (reply: FastifyReply) => reply.clearCookie(app.sessionCookieName, sessionCookie);
+  /** Clears the session cookie after the account is deleted (its session row is gone). */
+  const clearSessionCookie = (reply: FastifyReply) => app.clearSessionCookie(reply);
 
   return {
     app,

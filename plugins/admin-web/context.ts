@@ -6,7 +6,7 @@ import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import type { FieldProblem } from '../../src/errors.js';
 import type { SessionContext } from '../../src/domain/session.js';
-import { createCsrf } from '../pages/csrf.js';
+import { createCsrf } from '../infra/browser-session.js';
 import { sendPage } from '../pages/kit.js';
 import * as views from './views.js';
 

@@ -10,6 +10,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
+import type { OAuthErrorDescription } from '../../src/oauth/errors.js';
 import type { BearerAuth } from '../../src/services/bearer.js';
 
 export type { BearerAuth };
@@ -37,7 +38,8 @@ function unauthorized(reply: FastifyReply, tokenSent: boolean) {
 }
 
 // ASCII only: it goes into a header and an RFC 6749 §5.2 error_description.
-const TWO_WAYS = 'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)';
+const TWO_WAYS: OAuthErrorDescription<'invalid_request'> =
+  'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)';
 
 /** `access_token` in the query string or the form body, next to the Authorization header. */
 function tokenAlsoElsewhere(request: FastifyRequest): boolean {
@@ -49,7 +51,7 @@ function tokenAlsoElsewhere(request: FastifyRequest): boolean {
 export default fp(
   async function bearerAuth(app: FastifyInstance, _options: { config: Config }) {
     app.decorateRequest('bearer', undefined);
-    // Created with the token issuer, which seeds its cache (plugins/infra/oidc-services.ts).
+    // Created with the token issuer, which seeds its cache (createServices, src/compose.ts).
     const bearers = app.services.bearers;
     async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
@@ -99,5 +101,5 @@ export default fp(
       ),
     );
   },
-  { name: 'bearer-auth', dependencies: ['db', 'services', 'oidc-services', 'rate-limit', 'cors'] },
+  { name: 'bearer-auth', dependencies: ['db', 'services', 'rate-limit', 'cors'] },
 );

@@ -1,8 +1,9 @@
 // Where the browser goes after an authorization decision (src/services/authorization.ts): the
 // redirect_uri with a code or an error, or the hosted page that must come next. Shared by the authorize
 // endpoint and the login pages and API, so neither plugin family imports the other.
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { Decision } from '../../src/services/authorization.js';
+import { logOAuthError } from './error-handlers.js';
 
 export function decisionLocation(decision: Decision, loginUrl: string): string {
   switch (decision.kind) {
@@ -16,7 +17,13 @@ export function decisionLocation(decision: Decision, loginUrl: string): string {
   }
 }
 
+/** An error sent to the client's redirect_uri is logged like one answered directly (its detail only here). */
+export function logDecision(log: FastifyBaseLogger, decision: Decision) {
+  if (decision.kind === 'redirect' && decision.error) logOAuthError(log, decision.error);
+}
+
 export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: string) {
+  logDecision(reply.log, decision);
   return reply
     .code(303)
     .header('cache-control', 'no-store')

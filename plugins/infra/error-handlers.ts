@@ -5,11 +5,12 @@
 //  - authorizeErrors / endSessionErrors: rendered (never redirected) error pages, or JSON when asked.
 //  - userinfoErrors / externalErrors / publicErrors: third-party JSON; nothing internal leaks.
 //  - hostedPageErrors / adminPageErrors: HTML pages of the login and admin web.
-// An OAuthError's `error_description` is public; its `detail` (which may quote the request) only goes to
-// the log. Anything unexpected is logged and answered as a bare server error, except a database that does
-// not answer (src/database-unavailable.ts): 503 with Retry-After, in each family's shape.
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { OAuthError } from '../../src/oauth/errors.js';
+// An OAuthError's `error_description` is public (a fixed text of src/oauth/errors.ts); its `detail` (which
+// may quote the request) only goes to the log (logOAuthError, also for errors redirected to the client).
+// Anything unexpected is logged and answered as a bare server error, except a database that does not
+// answer (src/database-unavailable.ts): 503 with Retry-After, in each family's shape.
+import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { OAuthError, type OAuthErrorDescription } from '../../src/oauth/errors.js';
 import { AppError, validationError, type FieldProblem } from '../../src/errors.js';
 import { describeSchemaErrors } from '../../src/validate.js';
 import {
@@ -47,7 +48,10 @@ export function toOAuthError(error: FastifyError | OAuthError, request: FastifyR
   if (isDatabaseUnavailable(error)) return new OAuthError('temporarily_unavailable', UNAVAILABLE_MESSAGE);
   // Rate limits (Retry-After is already set): a 429 with the RFC body.
   if (error instanceof AppError && error.statusCode === 429) {
-    return new OAuthError('temporarily_unavailable', error.message, { status: 429 });
+    return new OAuthError('temporarily_unavailable', 'too many requests; try again later', {
+      status: 429,
+      detail: error.message,
+    });
   }
   const status = statusOf(error);
   const detail = error.message;
@@ -62,9 +66,17 @@ export function toOAuthError(error: FastifyError | OAuthError, request: FastifyR
   return new OAuthError('server_error', 'an unexpected error occurred');
 }
 
-function logDetail(request: FastifyRequest, error: OAuthError) {
-  if (error.detail) request.log.info({ oauthError: error.error, detail: error.detail }, 'oauth error');
+/**
+ * A refusal on the request's log: the code, the public description and the private detail (what the
+ * request sent that was refused), at info like the request's own line. Server errors are logged where
+ * they are caught, at their own level.
+ */
+export function logOAuthError(log: FastifyBaseLogger, error: OAuthError) {
+  if (error.statusCode >= 500) return;
+  const { error: oauthError, error_description, detail } = error;
+  log.info({ oauthError, error_description, ...(detail !== undefined && { detail }) }, 'oauth error');
 }
+const logDetail = (request: FastifyRequest, error: OAuthError) => logOAuthError(request.log, error);
 
 /** RFC 6749 §5.2: the JSON error body, never cached. */
 export function sendOAuthJson(reply: FastifyReply, error: OAuthError) {
@@ -184,7 +196,7 @@ export function userinfoErrors(): ErrorHandler {
     if (error instanceof AppError) return noStoreJson(reply, error.statusCode, error.toJSON());
     const status = statusOf(error);
     if (status >= 400 && status < 500) {
-      const description =
+      const description: OAuthErrorDescription<'invalid_request'> =
         status === 413
           ? 'the request body is too large'
           : status === 415

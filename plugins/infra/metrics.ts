@@ -28,7 +28,7 @@ export default fp(
       return;
     }
     const metrics = createMetrics({
-      // The mailer joins app.services later (oidc-services); the figures are read at scrape time.
+      // The mailer joins app.services later (services.ts); the figures are read at scrape time.
       mail: () => app.services?.mailer?.stats(),
       database: () => app.database.stats?.(),
     });

@@ -5,7 +5,7 @@
 // or memory (the embedded database), shared by every instance in the first two (src/rate-limit.ts).
 // IP rules are keyed by ipKey(request.ip) (IPv6 by /64); the mail-sending and sign-in ones also count an
 // IPv6 client's /48 under a rule of their own (IPV6_AGGREGATES, issue 31 7c). request.ip honours only
-// what TRUST_PROXY vouches for (src/app.ts trustProxyOption).
+// what TRUST_PROXY vouches for (app/app.ts trustProxyOption).
 //
 // Sign-in (app.signInLimits.attempt) is special (issue 12, item 5; OWASP ASVS 5.0 V6.3, the OWASP
 // authentication cheat sheet): nobody may lock a chosen account out.
@@ -27,7 +27,6 @@ import '@fastify/cookie';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config, RateLimitRule } from '../../src/config.js';
 import { RATE_LIMIT_RULES } from '../../src/config.js';
-import { createDeviceCookies, DEVICE_COOKIE_MAX_AGE_SECONDS } from '../../src/device-cookie.js';
 import { AppError } from '../../src/errors.js';
 import {
   chunkFor,
@@ -39,6 +38,7 @@ import {
   type RateLimitStore,
   retryAfterSeconds,
 } from '../../src/rate-limit.js';
+import { deviceCookie } from './browser-session.js';
 
 export class RateLimitError extends AppError {
   constructor(
@@ -221,8 +221,7 @@ export default fp(
       return !refused;
     });
 
-    const devices = createDeviceCookies(config.secretKey!);
-    const cookieName = config.cookieSecure ? '__Secure-idp.device' : 'idp.device';
+    const devices = deviceCookie(config);
 
     /**
      * Reserves a failure of the account up front (given back on success), or refuses while the delay
@@ -269,7 +268,7 @@ export default fp(
       if (!enabled) return run();
       await rateLimit(reply, 'SIGN_IN_IP', ipKey(request.ip));
       const account = emailKey(email);
-      const device = devices.read(request.cookies[cookieName]);
+      const device = devices.read(request);
 
       // Whose budget this attempt spends: the trusted browser's, or the account's. Only a browser with a
       // valid cookie costs a look-up of the account (what its cookie must name now).
@@ -292,13 +291,7 @@ export default fp(
       }
       await counted.limiter.reward(counted.key);
       if (!result.deviceAccount) return result;
-      reply.setCookie(cookieName, devices.write(device, devices.tag(result.deviceAccount)), {
-        path: request.routeOptions.url ?? request.url.split('?')[0]!,
-        httpOnly: true,
-        secure: config.cookieSecure,
-        sameSite: config.cookieSameSite,
-        maxAge: DEVICE_COOKIE_MAX_AGE_SECONDS,
-      });
+      devices.write(request, reply, device, devices.tag(result.deviceAccount));
       return result;
     }
     async function forgetAccount(email: string) {
@@ -308,7 +301,13 @@ export default fp(
     const useDeviceAccounts = (lookup: (email: string) => Promise<string | undefined>) => {
       deviceAccountOf = lookup;
     };
-    app.decorate('signInLimits', { attempt, confirmPassword, forgetAccount, useDeviceAccounts, cookieName });
+    app.decorate('signInLimits', {
+      attempt,
+      confirmPassword,
+      forgetAccount,
+      useDeviceAccounts,
+      cookieName: devices.name,
+    });
   },
   { name: 'rate-limit' },
 );

@@ -9,7 +9,7 @@ import type { Config } from '../../src/config.js';
 import { AppError } from '../../src/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
-import { continueUrl as continueAt, decisionLocation } from '../infra/decisions.js';
+import { continueUrl as continueAt, decisionLocation, logDecision } from '../infra/decisions.js';
 import { ErrorSchema } from '../../schemas/common.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
@@ -289,6 +289,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
         ctx,
         request.body.decision === 'allow',
       );
+      logDecision(request.log, decision);
       return { status: true as const, redirectTo: decisionLocation(decision, config.loginUrl) };
     },
   );

@@ -8,7 +8,7 @@ import type { Config } from '../../src/config.js';
 import { AuthorizeRenderError } from '../../src/services/authorization.js';
 import { continueUrl as continueAt } from '../infra/decisions.js';
 import { sendPage } from '../pages/kit.js';
-import { createCsrf } from '../pages/csrf.js';
+import { createCsrf } from '../infra/browser-session.js';
 
 /** The plugin's Fastify instance (TypeBox type provider). */
 export type App = Parameters<FastifyPluginAsyncTypebox>[0];
@@ -55,8 +55,7 @@ export function createLoginContext(app: App, config: Config, loginPath: string) 
     if (!found)
       throw new AuthorizeRenderError(
         'invalid_request',
-        'This sign-in request has expired or was already used (or was started in another browser). ' +
-          'Go back to the application and start again.',
+        'the sign-in request has expired or was already used (or is from another browser); go back to the application',
       );
     return found;
   }

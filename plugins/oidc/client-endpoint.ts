@@ -4,7 +4,7 @@
 // the token endpoint and the first-party cookie token endpoint both answer with.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Application } from '../../src/domain/application.js';
-import { OAuthError } from '../../src/oauth/errors.js';
+import { OAuthError, parameterError } from '../../src/oauth/errors.js';
 import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
 import { ipKey } from '../../src/rate-limit.js';
 import { oauthJsonErrors } from '../infra/error-handlers.js';
@@ -31,7 +31,7 @@ export function formParams(request: FastifyRequest, reply: FastifyReply): TokenP
   }
   const body = (request.body ?? {}) as Record<string, string | string[] | undefined>;
   for (const [name, value] of Object.entries(body)) {
-    if (Array.isArray(value)) throw new OAuthError('invalid_request', `${name} must not be repeated`);
+    if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
   }
   // Public clients authenticate with client_id alone (token_endpoint_auth_method=none). RFC 6749 §5.2:
   // a 401 after an Authorization header names the scheme in WWW-Authenticate.
@@ -62,7 +62,7 @@ export async function authenticateClient(
   if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
   await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
   const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
-  if (!client) throw new OAuthError('invalid_client', 'unknown client');
+  if (!client) throw new OAuthError('invalid_client', 'unknown client', { detail: `client_id ${clientId}` });
   request.corsClient = client;
   if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
   if (params.client_secret) throw new OAuthError('invalid_client', 'this client is public and has no client secret');
@@ -80,6 +80,9 @@ export async function tokenRequest(
   if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
   const client = await authenticateClient(app, request, reply, params);
   const grant = app.services.grants.get(grantType);
-  if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType.slice(0, 64)} is not supported`);
+  if (!grant)
+    throw new OAuthError('unsupported_grant_type', 'the grant_type is not supported', {
+      detail: `grant_type ${grantType}`,
+    });
   return grant(params, client);
 }

@@ -7,7 +7,7 @@ import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import type { RawParams } from '../../src/services/authorization.js';
 import { singleParam, type LogoutTarget } from '../../src/services/end-session.js';
-import { createCsrf } from '../pages/csrf.js';
+import { createCsrf } from '../infra/browser-session.js';
 import { sendPage } from '../pages/kit.js';
 import { logoutConfirmPage, messagePage, signedOutPage } from '../pages/hosted.js';
 import { endSessionErrors } from '../infra/error-handlers.js';

@@ -1,6 +1,6 @@
 // The JSON Web Key Set: public members only, every published key (next, current, retired).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { JWKS_MAX_AGE_SECONDS } from '../infra/oidc-services.js';
+import { JWKS_MAX_AGE_SECONDS } from '../../src/services/signing-keys.js';
 import { documentOnly, JwksSchema } from '../../schemas/oauth.js';
 
 const jwksPlugin: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,8 +1,6 @@
 import { AppError } from '../errors.js';
-import { createAdminSetupService } from '../services/admin-setup.js';
-import { createSessionService } from '../services/sessions.js';
 import { checkSubcommand, noArguments, parse } from './args.js';
-import { loadCliConfig, withDatabase } from './context.js';
+import { loadCliConfig, withServices } from './context.js';
 import type { Io } from './io.js';
 
 export const ADMIN_HELP = `Usage: idp admin setup-link [--json]
@@ -18,9 +16,8 @@ export async function adminCommand(sub: string | undefined, rest: string[], io: 
   checkSubcommand('admin', sub, ['setup-link']);
   noArguments(positionals);
   const config = loadCliConfig(io);
-  await withDatabase(config, 'idp admin setup-link', async ({ db }) => {
-    const sessions = createSessionService({ db, ttlSeconds: config.ttl.session, idleSeconds: config.ttl.sessionIdle });
-    const link = await createAdminSetupService({ db, config, sessions }).issueLink();
+  await withServices(config, 'idp admin setup-link', io, async ({ adminSetup }) => {
+    const link = await adminSetup.issueLink();
     if (!link) {
       throw new AppError(
         409,

@@ -1,8 +1,7 @@
 import { loadStaticApplications } from '../static-applications.js';
-import { createApplicationService } from '../services/applications.js';
 import type { Application } from '../domain/application.js';
 import { clearable, compact, flagPair, LIST_OPTIONS, noArguments, parse } from './args.js';
-import { loadCliConfig, withDatabase } from './context.js';
+import { loadCliConfig, withServices } from './context.js';
 import { validationError } from '../errors.js';
 import { isScopeName, SCOPE_NAMES } from '../oauth/scopes.js';
 import { UsageError } from './errors.js';
@@ -114,8 +113,11 @@ export async function appsCommand(sub: string | undefined, rest: string[], io: I
   // --client-id counts for create only: update ignores it.
   if (sub === 'create' && values['client-id']) request.input = { ...input, clientId: values['client-id'] };
 
-  await withDatabase(config, `idp apps ${sub}`, async ({ db }) => {
-    const apps = createApplicationService({ db, staticApplications });
-    await runRecordSubcommand(io, APPS, request, apps, apps.setEnabled);
-  });
+  await withServices(
+    config,
+    `idp apps ${sub}`,
+    io,
+    async ({ applications }) => runRecordSubcommand(io, APPS, request, applications, applications.setEnabled),
+    staticApplications,
+  );
 }

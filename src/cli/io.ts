@@ -1,4 +1,4 @@
-// What a command may touch of the outside world. The entry point (src/cli.ts) builds it from the process:
+// What a command may touch of the outside world. The entry point (app/cli.ts) builds it from the process:
 // it is the only module that reads process.env, and passes the environment down here.
 export interface Io {
   out: (line: string) => void;

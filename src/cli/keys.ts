@@ -1,7 +1,6 @@
 import { resolveSecretKey } from '../secret-key.js';
-import { createSigningKeyService, JWKS_MAX_AGE_SECONDS, KEYS_REFRESH_SECONDS } from '../services/signing-keys.js';
 import { checkSubcommand, noArguments, one, parse } from './args.js';
-import { actor, loadCliConfig, withDatabase } from './context.js';
+import { actor, loadCliConfig, withServices } from './context.js';
 import { UsageError } from './errors.js';
 import { printList, type Io } from './io.js';
 
@@ -29,13 +28,7 @@ export async function keysCommand(sub: string | undefined, rest: string[], io: I
     }
   }
   const config = resolveSecretKey(loadCliConfig(io), { warn: () => {} });
-  await withDatabase(config, `idp keys ${sub}`, async ({ db }) => {
-    const service = createSigningKeyService({
-      db,
-      secretKey: config.secretKey!,
-      jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS,
-      refreshSeconds: KEYS_REFRESH_SECONDS,
-    });
+  await withServices(config, `idp keys ${sub}`, io, async ({ signingKeys: service }) => {
     let keys: Awaited<ReturnType<typeof service.list>>;
     if (sub === 'list') {
       keys = await service.list();

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { refuseInMemory } from '../database.js';
+import { createPasswordHasher } from '../passwords.js';
 import { loadSeedFile } from '../seed.js';
 import { applySeed, describeOutcome, type SeedOutcome } from '../services/seed.js';
 import { loadStaticApplications } from '../static-applications.js';
@@ -39,7 +40,9 @@ export async function seedCommand(rest: string[], io: Io): Promise<void> {
   const staticApplications = loadStaticApplications(config.staticApplicationsFile);
   const dryRun = Boolean(values['dry-run']);
   const outcomes = await withDatabase(config, 'idp seed', ({ db }) =>
-    applySeed({ db, staticApplications }, plan, actor(), { dryRun }),
+    applySeed({ db, staticApplications, passwords: createPasswordHasher(config.passwordHash) }, plan, actor(), {
+      dryRun,
+    }),
   );
   if (values.json) {
     return io.out(JSON.stringify({ file: plan.file, dryRun, results: outcomes }, null, 2));

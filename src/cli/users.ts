@@ -1,14 +1,10 @@
-import { createUserService } from '../services/users.js';
-import { passwordChangedNotice } from '../services/recovery.js';
-import { createUserAccessService } from '../services/user-access.js';
 import type { User } from '../domain/user.js';
 import type { ActorContext } from '../services/applications.js';
 import { clearable, compact, flagPair, LIST_OPTIONS, noArguments, one, parse } from './args.js';
 import type { Options, Values } from './args.js';
-import { actor, loadCliConfig, withDatabase } from './context.js';
+import { actor, loadCliConfig, withServices } from './context.js';
 import { UsageError } from './errors.js';
 import { printList, type Io } from './io.js';
-import { cliMailer } from './mailer.js';
 import { checkRecordRequest, checkRecordSubcommand, runRecordSubcommand, type RecordKind } from './records.js';
 
 export const USERS_HELP = `Usage: idp users <create|list|show|update|enable|disable|delete> [options]
@@ -137,18 +133,12 @@ export async function usersCommand(sub: string | undefined, rest: string[], io: 
   checkRecordRequest(USERS, request);
 
   const config = loadCliConfig(io);
-  await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
-    const users = createUserService({ db });
-    // A password set by update is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl).
-    const mailer = sub === 'update' && password !== undefined ? cliMailer(config, io) : undefined;
-    if (mailer) users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
-    try {
-      const setEnabled = (ref: string, enabled: boolean, context: ActorContext) =>
-        users.setDisabled(ref, !enabled, context);
-      await runRecordSubcommand(io, USERS, request, users, setEnabled);
-    } finally {
-      await mailer?.close();
-    }
+  // A password set by update is announced by mail like a completed reset (SMTP_URL, else DATA_DIR/outbox.jsonl):
+  // the services send it, and the mail goes before the command ends.
+  await withServices(config, `idp users ${sub}`, io, async ({ users }) => {
+    const setEnabled = (ref: string, enabled: boolean, context: ActorContext) =>
+      users.setDisabled(ref, !enabled, context);
+    await runRecordSubcommand(io, USERS, request, users, setEnabled);
   });
 }
 
@@ -166,8 +156,7 @@ async function userAccessCommand(
   }
   const json = Boolean(values.json);
   const config = loadCliConfig(io);
-  await withDatabase(config, `idp users ${sub}`, async ({ db }) => {
-    const access = createUserAccessService({ db, users: createUserService({ db }) });
+  await withServices(config, `idp users ${sub}`, io, async ({ access }) => {
     if (values.revoke) {
       const result =
         sub === 'sessions'

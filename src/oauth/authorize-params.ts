@@ -1,6 +1,6 @@
 // The authorize request's parameters after client and redirect_uri are trusted (RFC 6749 §4.1.1, RFC 7636
 // §4.3, OpenID Connect Core §3.1.2.1): pure parsing, every rule an OAuthError that authorize redirects.
-import { OAuthError } from './errors.js';
+import { OAuthError, parameterError } from './errors.js';
 import { isValidCodeChallenge } from './pkce.js';
 import { parseRequestedScope, splitScope } from './scope.js';
 
@@ -22,7 +22,7 @@ export interface AuthorizeParams {
 /** RFC 6749 §3.1: parameters must not be included more than once. */
 export function single(params: RawParams, name: string): string | undefined {
   const v = params[name];
-  if (Array.isArray(v)) throw new OAuthError('invalid_request', `${name} must not be repeated`);
+  if (Array.isArray(v)) throw parameterError(name, 'must not be repeated');
   return v === undefined || v === '' ? undefined : v;
 }
 
@@ -40,7 +40,7 @@ export function parseAuthorizeParams(
   redirectUri: string,
 ): AuthorizeParams {
   for (const name of Object.keys(raw)) {
-    if (Array.isArray(raw[name])) throw new OAuthError('invalid_request', `${name} must not be repeated`);
+    if (Array.isArray(raw[name])) throw parameterError(name, 'must not be repeated');
   }
   if (single(raw, 'request') !== undefined)
     throw new OAuthError('request_not_supported', 'request objects are not supported');
@@ -64,7 +64,9 @@ export function parseAuthorizeParams(
   const prompt = splitScope(single(raw, 'prompt') ?? '');
   const unknownPrompt = prompt.filter((p) => !PROMPTS.has(p));
   if (unknownPrompt.length)
-    throw new OAuthError('invalid_request', `unsupported prompt value: ${unknownPrompt.join(' ')}`);
+    throw new OAuthError('invalid_request', 'prompt has a value that is not supported', {
+      detail: `prompt ${unknownPrompt.join(' ')}`,
+    });
   if (prompt.includes('none') && prompt.length > 1)
     throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
   const maxAgeRaw = single(raw, 'max_age');
@@ -82,7 +84,7 @@ export function parseAuthorizeParams(
     ['nonce', nonce],
     ['login_hint', loginHint],
   ] as const) {
-    if (value !== undefined && value.length > 2048) throw new OAuthError('invalid_request', `${name} is too long`);
+    if (value !== undefined && value.length > 2048) throw parameterError(name, 'is too long');
   }
   return {
     client_id: app.clientId,

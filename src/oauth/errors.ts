@@ -30,30 +30,177 @@ const STATUS: Partial<Record<OAuthErrorCode, number>> = {
 };
 
 /**
- * RFC 6749 §4.1.2.1 and §5.2: error_description is limited to %x20-21 / %x23-5B / %x5D-7E. Anything
- * else (quotes, backslashes, non-ASCII, control characters, which may come from the request) becomes
- * "?", and the text is capped, so that a caller cannot write into the client's redirect.
+ * OAuth parameters a description may name. The name in a description always comes from this list, never
+ * from the request: a parameter the request made up is "a parameter" (its name goes to the detail).
  */
-export function safeDescription(text: string): string {
-  return text.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, '?').slice(0, 300);
+export const OAUTH_PARAMETERS = [
+  'client_id',
+  'client_secret',
+  'redirect_uri',
+  'response_type',
+  'response_mode',
+  'scope',
+  'state',
+  'nonce',
+  'code_challenge',
+  'code_challenge_method',
+  'prompt',
+  'max_age',
+  'login_hint',
+  'request',
+  'request_uri',
+  'grant_type',
+  'code',
+  'code_verifier',
+  'refresh_token',
+  'token',
+  'token_type_hint',
+  'id_token_hint',
+  'post_logout_redirect_uri',
+  'ui_locales',
+  'display',
+  'claims',
+  'acr_values',
+] as const;
+export type OAuthParameter = (typeof OAUTH_PARAMETERS)[number];
+
+export function isOAuthParameter(name: string): name is OAuthParameter {
+  return (OAUTH_PARAMETERS as readonly string[]).includes(name);
 }
 
-export class OAuthError extends Error {
+/** Stands for one of OAUTH_PARAMETERS in a catalog entry. */
+const PARAMETER = '{parameter}';
+
+/**
+ * Every public error_description, per error code: the same refusal always reads the same, and nothing of
+ * the request is in it (reflected input in an error page or a redirect is an injection and phishing
+ * vector). What varies (the value refused, the reason underneath) goes to the private `detail`, which
+ * only the log sees. Each entry is RFC 6749 §5.2 text: %x20-21 / %x23-5B / %x5D-7E, so ASCII without `"`
+ * and `\` (test/unit/oauth-errors.test.ts). An error code with no entry cannot be thrown as an OAuthError.
+ */
+export const ERROR_DESCRIPTIONS = {
+  invalid_request: [
+    `${PARAMETER} is required`,
+    `${PARAMETER} must not be repeated`,
+    `${PARAMETER} is too long`,
+    'a required parameter is missing',
+    'a parameter must not be repeated',
+    'a parameter is too long',
+    'the request is malformed',
+    'the request body is too large',
+    'the body must be application/x-www-form-urlencoded',
+    'send no body, or an application/x-www-form-urlencoded one',
+    'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)',
+    // authorize (RFC 6749 §4.1.1, RFC 7636 §4.3, OpenID Connect Core §3.1.2.1)
+    'client_id is not valid',
+    'redirect_uri is not registered for this client',
+    'only response_mode=query is supported',
+    'code_challenge is required (PKCE)',
+    'code_challenge_method is required and must be S256',
+    'code_challenge_method must be S256',
+    'code_challenge must be 43 base64url characters',
+    'prompt has a value that is not supported',
+    'prompt=none cannot be combined with other values',
+    'max_age must be a non-negative integer',
+    'the sign-in request has expired or was already used (or is from another browser); go back to the application',
+    'this sign-in request was already used; start again from the application',
+    // token endpoints (RFC 6749 §4.1.3, RFC 7636 §4.5)
+    'code_verifier must be 43-128 unreserved characters',
+    'this endpoint reads the refresh token from its cookie; do not send refresh_token',
+    // end-session (OpenID Connect RP-Initiated Logout 1.0 §2)
+    'id_token_hint is not an ID token issued here',
+    'client_id does not match the id_token_hint',
+    'unknown client_id',
+    'post_logout_redirect_uri needs client_id or id_token_hint',
+    'post_logout_redirect_uri is not registered for this client',
+  ],
+  invalid_client: [
+    'unknown client',
+    'unknown client_id',
+    'this application is disabled',
+    'this client is public and has no client secret',
+    'this client is public: send client_id in the body and no Authorization header',
+  ],
+  invalid_grant: [
+    'the authorization code is invalid, expired or already used',
+    'the authorization code was issued to another client',
+    'redirect_uri does not match the authorization request',
+    'code_verifier does not match the code_challenge',
+    'the user is not available',
+    'the sign-in session of the authorization code has ended',
+    "the user revoked the application's access",
+    'the refresh token is invalid, expired or revoked',
+    'the refresh token was already used; the whole grant is revoked',
+    'the refresh token has expired',
+    'the application is disabled',
+    'there is no refresh cookie; sign in again',
+  ],
+  unauthorized_client: [],
+  unsupported_grant_type: ['the grant_type is not supported'],
+  unsupported_response_type: ['only response_type=code is supported'],
+  invalid_scope: [
+    'scope contains characters that RFC 6749 section 3.3 does not allow',
+    'scope contains a value that is not known here',
+    'scope contains a value this client may not request',
+    'the openid scope is required',
+    'scope exceeds the original grant',
+    'scope must not be empty',
+  ],
+  access_denied: [
+    'the user denied the request',
+    'this endpoint accepts requests from first-party origins only (send an Origin header)',
+  ],
+  server_error: ['an unexpected error occurred'],
+  temporarily_unavailable: [
+    'The service is temporarily unavailable; try again shortly',
+    'too many requests; try again later',
+  ],
+  login_required: ['the user is not signed in', 'the sign-in is older than max_age'],
+  consent_required: ['the user has not consented to these scopes'],
+  interaction_required: ['the e-mail address is not verified'],
+  request_not_supported: ['request objects are not supported'],
+  request_uri_not_supported: ['request_uri is not supported'],
+  invalid_token: [],
+  insufficient_scope: [],
+} as const satisfies Record<OAuthErrorCode, readonly string[]>;
+
+type Expand<S extends string> = S extends `${typeof PARAMETER}${infer Rest}` ? `${OAuthParameter}${Rest}` : S;
+
+/** The public descriptions of an error code (a catalog entry, its parameter named). */
+export type OAuthErrorDescription<E extends OAuthErrorCode = OAuthErrorCode> = E extends OAuthErrorCode
+  ? Expand<(typeof ERROR_DESCRIPTIONS)[E][number]>
+  : never;
+
+/** Every (error, error_description) the service can answer, placeholders expanded: for tests and docs. */
+export function allErrorDescriptions(): Array<{ error: OAuthErrorCode; description: string }> {
+  return Object.entries(ERROR_DESCRIPTIONS).flatMap(([error, descriptions]) =>
+    (descriptions as readonly string[]).flatMap((entry) =>
+      (entry.startsWith(PARAMETER) ? OAUTH_PARAMETERS.map((p) => p + entry.slice(PARAMETER.length)) : [entry]).map(
+        (description) => ({ error: error as OAuthErrorCode, description }),
+      ),
+    ),
+  );
+}
+
+/** The detail is for the log; a request can make it long, the log line stays bounded. */
+const DETAIL_LIMIT = 1000;
+
+export class OAuthError<E extends OAuthErrorCode = OAuthErrorCode> extends Error {
   readonly statusCode: number;
-  /** Public: the RFC 6749 §5.2 error_description. */
-  readonly error_description: string;
+  /** Public: the RFC 6749 §5.2 error_description, an entry of ERROR_DESCRIPTIONS. */
+  readonly error_description: OAuthErrorDescription<E>;
   /** Private: what the log needs to explain this error (request values included); never sent. */
   readonly detail: string | undefined;
   constructor(
-    readonly error: OAuthErrorCode,
-    description: string,
+    readonly error: E,
+    description: OAuthErrorDescription<E>,
     options: { status?: number; detail?: string } = {},
   ) {
     super(description);
-    this.error_description = safeDescription(description);
+    this.error_description = description;
     this.name = 'OAuthError';
     this.statusCode = options.status ?? STATUS[error] ?? 400;
-    this.detail = options.detail;
+    this.detail = options.detail?.slice(0, DETAIL_LIMIT);
   }
 
   /** @deprecated the public text under its wire name is `error_description`. */
@@ -64,4 +211,20 @@ export class OAuthError extends Error {
   toJSON() {
     return { error: this.error, error_description: this.error_description };
   }
+}
+
+type ParameterProblem = 'is required' | 'must not be repeated' | 'is too long';
+const UNNAMED: Record<ParameterProblem, OAuthErrorDescription<'invalid_request'>> = {
+  'is required': 'a required parameter is missing',
+  'must not be repeated': 'a parameter must not be repeated',
+  'is too long': 'a parameter is too long',
+};
+
+/**
+ * invalid_request about one parameter: named when it is one of OAUTH_PARAMETERS, else "a parameter"
+ * (a name the request made up is never echoed); the name is in the detail either way.
+ */
+export function parameterError(name: string, problem: ParameterProblem): OAuthError<'invalid_request'> {
+  const description = isOAuthParameter(name) ? (`${name} ${problem}` as const) : UNNAMED[problem];
+  return new OAuthError('invalid_request', description, { detail: `parameter ${name}` });
 }

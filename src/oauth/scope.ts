@@ -13,14 +13,22 @@ export function splitScope(scope: string): string[] {
  */
 export function parseRequestedScope(scope: string | undefined, allowed: readonly string[]): ScopeName[] {
   if (scope !== undefined && /[^\x21\x23-\x5b\x5d-\x7e ]/.test(scope)) {
-    throw new OAuthError('invalid_scope', 'scope contains characters that RFC 6749 section 3.3 does not allow');
+    const detail = `scope ${JSON.stringify(scope)}`;
+    throw new OAuthError('invalid_scope', 'scope contains characters that RFC 6749 section 3.3 does not allow', {
+      detail,
+    });
   }
   const names = scope === undefined || scope.trim() === '' ? ['openid'] : splitScope(scope);
   const unknown = names.filter((n) => !isScopeName(n));
-  if (unknown.length) throw new OAuthError('invalid_scope', `unknown scope: ${unknown.join(' ')}`);
+  if (unknown.length)
+    throw new OAuthError('invalid_scope', 'scope contains a value that is not known here', {
+      detail: `unknown: ${unknown.join(' ')}`,
+    });
   const notAllowed = names.filter((n) => !allowed.includes(n));
   if (notAllowed.length) {
-    throw new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}`);
+    throw new OAuthError('invalid_scope', 'scope contains a value this client may not request', {
+      detail: `not allowed: ${notAllowed.join(' ')}`,
+    });
   }
   if (!names.includes('openid')) throw new OAuthError('invalid_scope', 'the openid scope is required');
   // Canonical order of the scope table, so stored and returned scope strings are stable.

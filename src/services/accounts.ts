@@ -28,7 +28,7 @@ import type { Mailer } from '../mail/mailer.js';
 import type { MetricEvents } from '../metrics.js';
 import { signUpAttemptMail, signUpConfirmMail, verificationMail } from '../mail/templates.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, needsRehash, newPasswordProblem, verifyAgainstDummy, verifyPassword } from '../passwords.js';
+import { newPasswordProblem, type PasswordHasher } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import { toAccountUser } from './rows.js';
 import type { SessionService } from './sessions.js';
@@ -89,6 +89,8 @@ function boundTo(browserHash: string | null, browserSecret: string | undefined):
 export function createAccountService(deps: {
   db: Db;
   config: Config;
+  /** Hashes and verifies at the configured cost; rehashes on sign-in when the cost changed. */
+  passwords: PasswordHasher;
   sessions: SessionService;
   mailer: Mailer;
   events: Pick<MetricEvents, 'signInFailed'>;
@@ -100,7 +102,7 @@ export function createAccountService(deps: {
   /** The reset link of the "someone tried to sign up with your address" mail. */
   recovery?: { resetLinkFor(user: { id: string }, meta: RequestMeta): Promise<string> };
 }) {
-  const { db, config } = deps;
+  const { db, config, passwords } = deps;
 
   async function sendVerification(
     user: Pick<AccountUser, 'id' | 'email'>,
@@ -155,7 +157,7 @@ export function createAccountService(deps: {
       if (name && name.length > 200) problems.push({ field: 'name', message: 'Use at most 200 characters' });
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);
       // Hashed whatever the address: the answer takes as long for an address that has an account.
-      const passwordHash = await hashPassword(input.password);
+      const passwordHash = await passwords.hash(input.password);
       const holder = await findUserByEmail(db, email);
       if (holder && !claimable(holder)) {
         if (!holder.disabled && deps.recovery) {
@@ -226,7 +228,7 @@ export function createAccountService(deps: {
         if (!proof.password) return { outcome: 'password_required', email: live.email };
         const row = await reserveSignUpPasswordAttempt(db, tokenHash, SIGN_UP_PASSWORD_ATTEMPTS);
         if (!row) return { outcome: 'invalid' };
-        if (!(await verifyPassword(row.password_hash, proof.password))) {
+        if (!(await passwords.verify(row.password_hash, proof.password))) {
           const dead = row.password_attempts >= SIGN_UP_PASSWORD_ATTEMPTS;
           if (dead) await deleteSignUpRequest(db, tokenHash);
           return { outcome: 'wrong_password', email: row.email, dead };
@@ -293,16 +295,16 @@ export function createAccountService(deps: {
           : undefined;
       const ok =
         user?.password_hash && !user.disabled
-          ? await verifyPassword(user.password_hash, input.password)
-          : await verifyAgainstDummy(input.password);
+          ? await passwords.verify(user.password_hash, input.password)
+          : await passwords.verifyAgainstDummy(input.password);
       if (!ok || !user) {
         await appendAuditEvent(db, { type: 'user.sign_in_failed', userId: user?.id ?? null, ip: meta.ip });
         deps.events.signInFailed();
         throw INVALID_CREDENTIALS;
       }
       let passwordHash = user.password_hash!;
-      if (needsRehash(passwordHash)) {
-        passwordHash = await hashPassword(input.password);
+      if (passwords.needsRehash(passwordHash)) {
+        passwordHash = await passwords.hash(input.password);
         await updateUserRow(db, user.id, { password_hash: passwordHash });
       }
       const { token, session } = await deps.sessions.signedIn(user.id, meta);

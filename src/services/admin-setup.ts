@@ -1,6 +1,6 @@
 // The first admin: while no admin user exists, a one-time setup link (${ADMIN_URL}/setup?token=...; only
 // the token's SHA-256 stored; ADMIN_SETUP_TTL; single use) is issued by each start of the server outside
-// production, which prints it on the console (never in a log record: src/server.ts), and by
+// production, which prints it on the console (never in a log record: app/server.ts), and by
 // `idp admin setup-link`, which prints it on the terminal. The link's form creates the first admin and
 // signs them in. Once an admin exists, links are void.
 import { randomUUID } from 'node:crypto';
@@ -16,7 +16,7 @@ import { insertUser } from '../../db/repositories/users.js';
 import type { Config } from '../config.js';
 import { AppError, type FieldProblem } from '../errors.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, newPasswordProblem } from '../passwords.js';
+import { newPasswordProblem, type PasswordHasher } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { RequestMeta } from './accounts.js';
 import { toAccountUser } from './rows.js';
@@ -25,8 +25,13 @@ import type { SessionService } from './sessions.js';
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 
-export function createAdminSetupService(deps: { db: Db; config: Config; sessions: SessionService }) {
-  const { db, config } = deps;
+export function createAdminSetupService(deps: {
+  db: Db;
+  config: Config;
+  sessions: SessionService;
+  passwords: Pick<PasswordHasher, 'hash'>;
+}) {
+  const { db, config, passwords } = deps;
 
   const adminExists = (trx: Db = db) => adminExistsIn(trx);
   const live = (token: string) => TOKEN_SHAPE.test(token) && isSetupTokenLive(db, hashToken(token));
@@ -59,7 +64,7 @@ export function createAdminSetupService(deps: { db: Db; config: Config; sessions
       if (problems.length) throw new AppError(400, 'VALIDATION_ERROR', problems[0]!.message, problems);
       if (!(await live(token)))
         throw new AppError(400, 'INVALID_TOKEN', 'This setup link is invalid, expired or was used already');
-      const passwordHash = await hashPassword(input.password);
+      const passwordHash = await passwords.hash(input.password);
       try {
         return await db.transaction().execute(async (trx) => {
           // This link and every other open one are consumed together (locked in one order: no deadlock).

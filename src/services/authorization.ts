@@ -13,24 +13,20 @@
 // HttpOnly cookie the authorize endpoint sets then) when it stores a request, and stores its SHA-256
 // (browser_hash) with it; every later step finds the request by id AND that hash, so a link to someone
 // else's request is as good as expired, whoever is signed in.
-// What each step is worth: the next step is never stored, it is derived by nextStep() from the request,
-// the session presenting it (the hosted-login cookie) and the user's remembered consent:
-//   - no session ─▶ sign-in (sign-up with prompt=create; login_required with prompt=none)
-//   - prompt=login, or a session older than max_age ─▶ sign-in, unless sign-in was completed on this
-//     request BY THIS SESSION (login_session_id = the presenting session)
-//   - the user's e-mail is unverified ─▶ verify-email (interaction_required with prompt=none)
-//   - prompt=consent, or scopes beyond the remembered consent ─▶ consent (consent_required with
-//     prompt=none), unless consent was given on this request BY THIS USER to all its scopes
-//   - otherwise ─▶ issue: complete the request and issue a (sealed) code for the presenting session's user.
+// What each step is worth: the next step is never stored, it is derived by nextStep() (src/oauth/authorize-flow.ts,
+// pure: its checks and their order are listed there) from the request, the session presenting it (the
+// hosted-login cookie), the user's remembered consent and the time, all loaded here before it is called:
+//   sign-in / sign-up / verify-email / consent (a page), an error redirected (prompt=none), or
+//   issue: complete the request and issue a (sealed) code for the presenting session's user.
 // consent() is accepted only when nextStep() says "consent" for the user presenting the request; at any
 // other step it records nothing and the browser is sent to the step that is due.
 // A signed-in browser with nothing to ask (the common single sign-on) stores no request at all: the code
 // is issued only if the user's remembered consent covers the scopes; only when a page must be shown is the
 // request stored, bound as above. Without prompt=login or prompt=consent one statement finds the session
 // (sessionForCode): the cookie's live session, of an enabled user with a verified e-mail, within max_age,
-// with the consent remembered, is what nextStep() answers 'issue' for; when it finds none, the session is
-// looked up and nextStep() decides as above. Codes are sealed (src/oauth/sealed-code.ts): issuing one
-// writes nothing; the exchange creates the grant.
+// with the consent remembered, is what nextStep() answers 'issue' for (the rules of db/repositories/sso-rules.ts,
+// twins of nextStep's issueChecks); when it finds none, the session is looked up and nextStep() decides as
+// above. Codes are sealed (src/oauth/sealed-code.ts): issuing one writes nothing; the exchange creates the grant.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
@@ -47,7 +43,18 @@ import { appendAuditEvent } from '../../db/repositories/audit.js';
 import type { Application } from '../domain/application.js';
 import type { Config } from '../config.js';
 import { appendQuery, parseAuthorizeParams, type RawParams, single } from '../oauth/authorize-params.js';
-import { OAuthError } from '../oauth/errors.js';
+import {
+  boundRequestKey,
+  browserHash,
+  consentRequired,
+  nextStep,
+  nothingDone,
+  type RequestProgress,
+  ssoApplies,
+  type Step,
+  type StepInput,
+} from '../oauth/authorize-flow.js';
+import { OAuthError, type OAuthErrorCode } from '../oauth/errors.js';
 import { formatScope } from '../oauth/scope.js';
 import { redirectUriHash, sealCode } from '../oauth/sealed-code.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
@@ -58,10 +65,10 @@ import { sessionTouchSeconds } from './sessions.js';
 export { appendQuery, type RawParams };
 
 /** An error shown to the user (HTML or JSON), never redirected: client or redirect_uri is not trusted. */
-export class AuthorizeRenderError extends OAuthError {}
+export class AuthorizeRenderError<E extends OAuthErrorCode = OAuthErrorCode> extends OAuthError<E> {}
 
 export type Decision =
-  | { kind: 'redirect'; url: string }
+  | { kind: 'redirect'; url: string; error?: OAuthError }
   | { kind: 'sign-in'; requestId: string }
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
@@ -91,29 +98,6 @@ export function verificationContext(found: { request: PendingRequest; app: Appli
   };
 }
 
-/** What nextStep reads of a pending request (a request not stored yet has done nothing). */
-type StepInput = Pick<
-  AuthorizationRequestRow,
-  'params' | 'login_completed_at' | 'login_session_id' | 'login_user_id' | 'consent_user_id' | 'consent_scopes'
->;
-
-const consentRequired = () => ({
-  error: new OAuthError('consent_required', 'the user has not consented to these scopes'),
-});
-
-/** Where a pending request stands for the session presenting it. */
-type Step = 'sign-in' | 'sign-up' | 'verify-email' | 'consent' | 'issue' | { error: OAuthError };
-
-/** A request nothing has happened on yet. */
-const NOTHING_DONE = (params: AuthorizationRequestParams): StepInput => ({
-  params,
-  login_completed_at: null,
-  login_session_id: null,
-  login_user_id: null,
-  consent_user_id: null,
-  consent_scopes: null,
-});
-
 export function createAuthorizationService(deps: { db: Db; config: Config; applications: ApplicationService }) {
   const { db, config } = deps;
   const issuer = config.issuer;
@@ -122,6 +106,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   function errorRedirect(params: { redirect_uri: string; state?: string | undefined }, error: OAuthError): Decision {
     return {
       kind: 'redirect',
+      error,
       url: appendQuery(params.redirect_uri, {
         error: error.error,
         error_description: error.error_description,
@@ -141,17 +126,20 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       clientId = single(raw, 'client_id');
       redirectUri = single(raw, 'redirect_uri');
     } catch (error) {
-      throw new AuthorizeRenderError('invalid_request', (error as OAuthError).error_description);
+      const { error_description, detail } = error as OAuthError<'invalid_request'>;
+      throw new AuthorizeRenderError('invalid_request', error_description, detail ? { detail } : {});
     }
     if (!clientId) throw new AuthorizeRenderError('invalid_request', 'client_id is required');
     if (clientId.length > 256) throw new AuthorizeRenderError('invalid_request', 'client_id is not valid');
     const app = await deps.applications.find(clientId);
-    if (!app) throw new AuthorizeRenderError('invalid_client', 'unknown client_id');
+    if (!app)
+      throw new AuthorizeRenderError('invalid_client', 'unknown client_id', { detail: `client_id ${clientId}` });
     if (!app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
     if (!redirectUri) throw new AuthorizeRenderError('invalid_request', 'redirect_uri is required');
     // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or wildcard matching.
     if (!app.redirectUris.includes(redirectUri)) {
-      throw new AuthorizeRenderError('invalid_request', 'redirect_uri is not registered for this client');
+      const detail = `redirect_uri ${redirectUri}`;
+      throw new AuthorizeRenderError('invalid_request', 'redirect_uri is not registered for this client', { detail });
     }
     // RFC 6749 §3.1: a parameter sent without a value is treated as omitted, here as on success.
     const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : undefined;
@@ -161,58 +149,28 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   const notFound = () =>
     new AuthorizeRenderError(
       'invalid_request',
-      'this sign-in request has expired or was already used (or was started in another browser); ' +
-        'start again from the application',
+      'the sign-in request has expired or was already used (or is from another browser); go back to the application',
     );
 
   /**
-   * The step a pending request is at for the session presenting it (see the state machine above).
-   * `assumeConsent`: do not read the remembered consent, answer 'issue' where it would decide; the
-   * caller then issues only if the consent covers the scopes (consentCoversForCode reads it as the code is
-   * issued).
+   * What nextStep() reads besides the request, loaded before it decides: the session presenting the request,
+   * its user's remembered consent to the client, and the time.
    */
-  async function nextStep(request: StepInput, ctx: SessionContext | undefined, assumeConsent = false): Promise<Step> {
-    const params = request.params;
-    const none = params.prompt.includes('none');
-    if (!ctx) {
-      if (none) return { error: new OAuthError('login_required', 'the user is not signed in') };
-      return params.prompt.includes('create') ? 'sign-up' : 'sign-in';
-    }
-    // A sign-in on this request counts only for the session it created.
-    const signedInHere =
-      request.login_completed_at !== null &&
-      request.login_session_id === ctx.session.id &&
-      request.login_user_id === ctx.user.id;
-    if (params.prompt.includes('login') && !signedInHere) return 'sign-in';
-    if (params.max_age !== undefined && !signedInHere) {
-      const age = (Date.now() - new Date(ctx.session.auth_time).getTime()) / 1000;
-      if (age > params.max_age) {
-        if (none) return { error: new OAuthError('login_required', 'the sign-in is older than max_age') };
-        return 'sign-in';
-      }
-    }
-    if (!ctx.user.email_verified) {
-      if (none) return { error: new OAuthError('interaction_required', 'the e-mail address is not verified') };
-      return 'verify-email';
-    }
-    // Consent on this request counts only for the user who gave it, and only for the scopes shown.
-    const consentedHere =
-      request.consent_user_id === ctx.user.id && params.scope.every((s) => request.consent_scopes?.includes(s));
-    if (!consentedHere) {
-      if (params.prompt.includes('consent')) return none ? consentRequired() : 'consent';
-      if (assumeConsent) return 'issue';
-      const remembered = (await findConsent(db, ctx.user.id, params.client_id)) ?? [];
-      if (params.scope.some((s) => !remembered.includes(s))) return none ? consentRequired() : 'consent';
-    }
-    return 'issue';
+  async function stepInput(
+    request: RequestProgress & { params: AuthorizationRequestParams },
+    ctx: SessionContext | undefined,
+  ): Promise<StepInput> {
+    const remembered = ctx && (await findConsent(db, ctx.user.id, request.params.client_id));
+    return { request, presenter: ctx, remembered, now: new Date() };
   }
 
   async function findBound(
     requestId: string,
     browser: string | undefined,
   ): Promise<AuthorizationRequestRow | undefined> {
-    if (!browser || requestId.length > 128) return undefined;
-    return requests.findPendingAuthorizationRequest(db, requestId, hashToken(browser));
+    const key = boundRequestKey(requestId, browser);
+    if (!key) return undefined;
+    return requests.findPendingAuthorizationRequest(db, key.id, key.browserHash);
   }
 
   /** The next step for a stored request of this browser, given who is signed in. */
@@ -223,13 +181,17 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
   ): Promise<Decision> {
     const request = await findBound(requestId, browser);
     if (!request) throw notFound();
-    return decideFor(request, ctx);
+    return decideFor(request, ctx, nextStep(await stepInput(request, ctx)));
   }
 
-  async function decideFor(request: AuthorizationRequestRow, ctx: SessionContext | undefined): Promise<Decision> {
+  /** Where the browser goes at `step` (nextStep() of this request for this session). */
+  async function decideFor(
+    request: AuthorizationRequestRow,
+    ctx: SessionContext | undefined,
+    step: Step,
+  ): Promise<Decision> {
     const app = await deps.applications.find(request.client_id);
     if (!app?.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
-    const step = await nextStep(request, ctx);
     if (typeof step === 'object') {
       // An error ends the request: it cannot be continued afterwards.
       await requests.completeAuthorizationRequest(db, request.id);
@@ -278,7 +240,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
    * otherwise.
    */
   async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string) {
-    if (cookie.length > 100 || params.prompt.includes('login') || params.prompt.includes('consent')) return undefined;
+    if (cookie.length > 100 || !ssoApplies(params)) return undefined;
     const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
       idleSeconds: config.ttl.sessionIdle,
@@ -305,20 +267,21 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       client_id: params.client_id,
       params,
       expires_at: new Date(Date.now() + config.ttl.consentRequest * 1000),
-      browser_hash: hashToken(browser()),
+      browser_hash: browserHash(browser()),
     });
 
   /**
    * A signed-in browser: the request is stored only if a page must be shown. Nothing to ask (the
    * session is fresh enough, the consent remembered) issues the code at once: one statement that
-   * writes nothing unless the remembered consent covers the scopes.
+   * writes nothing unless the remembered consent still covers the scopes as the code is issued (it may
+   * have been withdrawn since it was read).
    */
   async function authorizeSignedIn(
     params: AuthorizationRequestParams,
     browser: () => string,
     ctx: SessionContext,
   ): Promise<Decision> {
-    const step = await nextStep(NOTHING_DONE(params), ctx, true);
+    const step = nextStep(await stepInput(nothingDone(params), ctx));
     if (typeof step === 'object') return errorRedirect(params, step.error);
     if (step === 'issue') {
       const issued = await issueCode({ consentCovers: params.scope }, params, ctx);
@@ -350,7 +313,8 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       }
       const ctx = await session.resolve();
       if (ctx) return authorizeSignedIn(params, browser, ctx);
-      return decideFor(await storeRequest(params, browser), ctx);
+      const stored = await storeRequest(params, browser);
+      return decideFor(stored, ctx, nextStep(await stepInput(stored, ctx)));
     },
 
     decide,
@@ -373,7 +337,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
       who: { userId: string; sessionId: string },
     ): Promise<boolean> {
       if (!browser) return false;
-      return requests.recordRequestSignIn(db, requestId, hashToken(browser), who);
+      return requests.recordRequestSignIn(db, requestId, browserHash(browser), who);
     },
 
     /**
@@ -393,7 +357,9 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         await requests.completeAuthorizationRequest(db, requestId);
         return errorRedirect(request.params, new OAuthError('access_denied', 'the user denied the request'));
       }
-      if ((await nextStep(request, ctx)) !== 'consent') return decideFor(request, ctx);
+      const input = await stepInput(request, ctx);
+      const step = nextStep(input);
+      if (step !== 'consent') return decideFor(request, ctx, step);
       const scopes = request.params.scope;
       const recorded = await db.transaction().execute(async (trx) => {
         if (!(await requests.recordRequestConsent(trx, requestId, ctx.user.id, scopes))) return false;
@@ -407,10 +373,15 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         return true;
       });
       if (!recorded) throw notFound();
-      return decideFor(
-        { ...request, consent_user_id: ctx.user.id, consent_scopes: scopes, consent_given_at: new Date() },
-        ctx,
-      );
+      const consented = {
+        ...request,
+        consent_user_id: ctx.user.id,
+        consent_scopes: scopes,
+        consent_given_at: new Date(),
+      };
+      // Remembered now: what was before and these scopes (upsertConsent); nextStep() reads it no more anyway.
+      const remembered = [...new Set([...(input.remembered ?? []), ...scopes])];
+      return decideFor(consented, ctx, nextStep({ ...input, request: consented, remembered, now: new Date() }));
     },
   };
 }

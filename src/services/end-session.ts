@@ -3,7 +3,7 @@
 // must exactly match one the application registered, and needs the application to be known (hint or
 // client_id). The plugin (plugins/oidc/end-session.ts) parses, renders and sets cookies.
 import * as jose from 'jose';
-import { OAuthError } from '../oauth/errors.js';
+import { OAuthError, parameterError } from '../oauth/errors.js';
 import type { Application } from '../domain/application.js';
 import type { ApplicationService } from './applications.js';
 import { appendQuery, type RawParams } from './authorization.js';
@@ -19,7 +19,7 @@ export interface LogoutTarget {
 /** One value of a parameter; a repeated one is invalid_request (names are fixed here, never from the request). */
 export function singleParam(params: RawParams, name: string): string | undefined {
   const v = params[name];
-  if (Array.isArray(v)) throw new OAuthError('invalid_request', `${name} must not be repeated`);
+  if (Array.isArray(v)) throw parameterError(name, 'must not be repeated');
   return v === undefined || v === '' ? undefined : v;
 }
 
@@ -55,7 +55,7 @@ export function createEndSessionService(deps: {
       }
       const id = clientId ?? hintClient;
       const client = id ? await deps.applications.find(id) : undefined;
-      if (id && !client) throw new OAuthError('invalid_request', 'unknown client_id');
+      if (id && !client) throw new OAuthError('invalid_request', 'unknown client_id', { detail: `client_id ${id}` });
       if (redirect) {
         if (!client) {
           throw new OAuthError('invalid_request', 'post_logout_redirect_uri needs client_id or id_token_hint');

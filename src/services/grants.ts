@@ -1,11 +1,11 @@
 // The grants the token endpoint offers, each handler of src/oauth/grants bound to its storage over
-// the repositories. The token endpoint asks `grants.get(grant_type)`; adding a grant is a handler
-// file and a line here.
+// the repositories, its answer (what was issued) signed and formatted by the token issuer. The token
+// endpoint asks `grants.get(grant_type)`; adding a grant is a handler file and a line here.
 import type { Db } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { revokeGrant } from '../../db/repositories/grants.js';
+import { refreshChecks } from '../../db/repositories/refresh-rules.js';
 import { lockRefreshToken } from '../../db/repositories/refresh-tokens.js';
-import { findUserById } from '../../db/repositories/users.js';
 import { authorizationCodeGrant, type AuthorizationCodeStore } from '../oauth/grants/authorization-code.js';
 import type { GrantClient, GrantHandler, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
 import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
@@ -21,11 +21,6 @@ export function createGrants(deps: {
   events: Pick<MetricEvents, 'tokensIssued' | 'reuseDetected'>;
 }): Map<string, Grant> {
   const { db, issuer, events } = deps;
-  const isUserActive = async (trx: Db, userId: string) => {
-    const user = await findUserById(trx, userId);
-    return Boolean(user && !user.disabled);
-  };
-
   // The code exchange is one statement (token-issuer.ts exchangeCode): the code's consumption, its checks and its
   // tokens are all or nothing, so a database lost mid-exchange leaves the code unconsumed (the client's retry
   // works), never consumed without tokens; a code that fails a check is spent by that same statement. A replay's
@@ -44,12 +39,11 @@ export function createGrants(deps: {
       });
       events.reuseDetected('authorization_code');
     },
-    respond: issuer.respond,
   };
 
   const refreshStore: RefreshTokenStore = {
     rotateIfCurrent: (tokenHash, clientId) => issuer.rotateCurrent(db, tokenHash, clientId),
-    withLockedToken: async (tokenHash, work) => {
+    withLockedToken: async (tokenHash, clientId, work) => {
       let reused = false;
       const result = await db.transaction().execute(async (trx) => {
         const row = await lockRefreshToken(trx, tokenHash);
@@ -59,10 +53,10 @@ export function createGrants(deps: {
           userId: row.user_id,
           scope: row.scope,
           usedAt: row.used_at ? new Date(row.used_at) : null,
-          revoked: Boolean(row.revoked_at || row.grant_revoked_at),
-          expiresAt: new Date(row.expires_at),
           absoluteExpiresAt: new Date(row.absolute_expires_at),
           authTime: row.grant_auth_time ? new Date(row.grant_auth_time) : null,
+          // The rules whose SQL rotateIfCurrent ran, read over the locked row: which one failed.
+          checks: refreshChecks(row, { clientId, now: Date.now() }),
         };
         return work(token, {
           liveSuccessor: (t) =>
@@ -85,7 +79,6 @@ export function createGrants(deps: {
               detail: { grantId: t.grantId },
             });
           },
-          isUserActive: (userId) => isUserActive(trx, userId),
           rotate: (t, scope) =>
             issuer.issueTokens(trx, {
               grantId: t.grantId,
@@ -103,13 +96,14 @@ export function createGrants(deps: {
       if (reused) events.reuseDetected('refresh_token');
       return result;
     },
-    respond: issuer.respond,
   };
 
   const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [
     handler.grantType,
     async (params, client) => {
-      const response = await handler.handle(params, client, store);
+      // The handler returns what it recorded; the ID token is signed here, after the tokens' statement or
+      // transaction committed (so no row lock waits on a signature).
+      const response = await issuer.respond(await handler.handle(params, client, store));
       events.tokensIssued(handler.grantType);
       return response;
     },

@@ -18,7 +18,7 @@ import type { Mailer, MailMessage } from '../mail/mailer.js';
 import { passwordChangedMail, passwordResetMail } from '../mail/templates.js';
 import { originOf } from '../oauth/redirect-uri.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
-import { hashPassword, newPasswordProblem } from '../passwords.js';
+import { newPasswordProblem, type PasswordHasher } from '../passwords.js';
 import type { RequestMeta } from './accounts.js';
 import { revokeUserAccess } from './revocation.js';
 import type { ServiceLog } from './log.js';
@@ -41,8 +41,14 @@ export const invalidResetToken = () =>
   new AppError(400, 'INVALID_TOKEN', 'The reset link is invalid, expired or was used already; ask for a new one');
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,100}$/;
 
-export function createRecoveryService(deps: { db: Db; config: Config; mailer: Mailer; log: ServiceLog }) {
-  const { db, config, log } = deps;
+export function createRecoveryService(deps: {
+  db: Db;
+  config: Config;
+  mailer: Mailer;
+  log: ServiceLog;
+  passwords: Pick<PasswordHasher, 'hash'>;
+}) {
+  const { db, config, log, passwords } = deps;
   const background = new Set<Promise<void>>();
   /** The hosted reset page: where links go when the caller's target is not usable. */
   const resetPage = `${config.loginUrl}/reset-password`;
@@ -173,7 +179,7 @@ export function createRecoveryService(deps: { db: Db; config: Config; mailer: Ma
       const tokenHash = hashToken(input.token);
       // A cheap check first, so that a dead link costs no password hash.
       if (!(await resets.findLivePasswordResetToken(db, tokenHash))) throw invalidResetToken();
-      const passwordHash = await hashPassword(input.newPassword);
+      const passwordHash = await passwords.hash(input.newPassword);
       const user = await db.transaction().execute(async (trx) => {
         const row = await resets.consumePasswordResetToken(trx, tokenHash);
         if (!row) return undefined;

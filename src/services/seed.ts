@@ -24,6 +24,7 @@ import { findUserByEmail, updateUserRow } from '../../db/repositories/users.js';
 import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
 import type { Application, ApplicationCreate } from '../domain/application.js';
 import type { User, UserCreate } from '../domain/user.js';
+import type { PasswordHasher } from '../passwords.js';
 import { SeedError, type SeedPlan, type SeedProblem } from '../seed.js';
 import { createApplicationService, type ActorContext, type StaticApplications } from './applications.js';
 import { revokeUserAccess } from './revocation.js';
@@ -102,7 +103,7 @@ const takeoverMessage = (what: string, origin: string, then: string, key: string
   `this entry (${then}), add "replace": true to the entry; otherwise remove the entry or change its ${key}.`;
 
 export async function applySeed(
-  deps: { db: Db; staticApplications: StaticApplications },
+  deps: { db: Db; staticApplications: StaticApplications; passwords: Pick<PasswordHasher, 'hash'> },
   plan: SeedPlan,
   context: ActorContext,
   options: SeedOptions = {},
@@ -124,7 +125,7 @@ export async function applySeed(
     await sql`select pg_advisory_xact_lock(hashtext('idp:seed'))`.execute(trx);
     const db = asDb(trx);
     const apps = createApplicationService({ db, staticApplications: deps.staticApplications, cacheSeconds: 0 });
-    const users = createUserService({ db });
+    const users = createUserService({ db, passwords: deps.passwords });
 
     // Rows the seed did not create, before anything is written: every one named, nothing changed.
     const foreign: SeedProblem[] = [];

@@ -23,7 +23,7 @@ import {
   type UserUpdate,
 } from '../domain/user.js';
 import { conflict, notFound, validationError } from '../errors.js';
-import { hashPassword } from '../passwords.js';
+import type { PasswordHasher } from '../passwords.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import type { ActorContext, Page } from './applications.js';
@@ -33,13 +33,15 @@ import { toUser } from './rows.js';
 
 export interface UserServiceDeps {
   db: Db;
+  /** Hashes the passwords the admin API, admin web, CLI and seed set (at the configured cost). */
+  passwords: Pick<PasswordHasher, 'hash'>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const emailTaken = (email: string) => conflict('EMAIL_TAKEN', `A user with the e-mail address ${email} already exists`);
 
 export function createUserService(deps: UserServiceDeps) {
-  const { db } = deps;
+  const { db, passwords } = deps;
   /** Told (after the commit) the address a password was changed for: the mail goes out from there. */
   const passwordListeners: Array<(email: string) => void> = [];
 
@@ -90,7 +92,7 @@ export function createUserService(deps: UserServiceDeps) {
     const problems = userProblems(input);
     if (problems.length) throw validationError(problems);
     // Hash outside the transaction: it takes ~10 ms of CPU and must not hold a connection.
-    const passwordHash = input.password ? await hashPassword(input.password) : null;
+    const passwordHash = input.password ? await passwords.hash(input.password) : null;
     try {
       return await db.transaction().execute(async (trx) => {
         const row = await repo.insertUser(trx, {
@@ -127,7 +129,7 @@ export function createUserService(deps: UserServiceDeps) {
     const problems = userProblems(input);
     if (problems.length) throw validationError(problems);
     const id = await resolveId(ref);
-    const passwordHash = input.password ? await hashPassword(input.password) : undefined;
+    const passwordHash = input.password ? await passwords.hash(input.password) : undefined;
     try {
       const { user, previousEmail } = await db.transaction().execute(async (trx) => {
         // Locked, so that what changed is judged against the row this change replaces.

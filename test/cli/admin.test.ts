@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { cliContext, exits, parseJson, startServe, type ServeHandle } from './fixtures/run-cli.js';
 import { createDatabase } from '../../db/create-db.js';
 import { buildTestApp } from '../helpers/app.js';
+import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 
 t.setTimeout(300_000);
 
@@ -74,7 +75,12 @@ t.test(
   { timeout: 250_000 },
   async (t) => {
     const SECRET_KEY = 'production-secret-key-0123456789abcdef';
-    const cli = await cliContext(t, { NODE_ENV: 'production', SECRET_KEY, BASE_URL: 'http://127.0.0.1:1' });
+    const cli = await cliContext(t, {
+      NODE_ENV: 'production',
+      SECRET_KEY,
+      BASE_URL: 'http://127.0.0.1:1',
+      ...PRODUCTION_PASSWORD_HASH_ENV,
+    });
     const server = await startServe(t, { ...cli.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
     await waitFor(server, /No admin user exists yet/);
     // Give a late print a chance to show up before looking.

@@ -24,7 +24,7 @@ import { ADMIN_TOKEN, buildTestApp, logCollector, testConfig } from '../helpers/
 import { obtainCode } from '../helpers/flow.js';
 import { createDatabase } from '../../db/create-db.js';
 import { migrateToLatest } from '../../db/migrate.js';
-import { startServer } from '../../src/server.js';
+import { startServer } from '../../app/server.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken } from '../../src/oauth/tokens.js';
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { BIN, cleanEnv, concurrency, exits, runCli, type RunOptions } from './fixtures/run-cli.js';
+import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 
 // Every test spawns CLI processes (~3 s each just to load, more on a busy machine): more than tap's default.
 t.setTimeout(240_000);
@@ -32,7 +33,16 @@ const runs = {
   none: run([]),
   unknownCommand: run(['frobnicate']),
   unknownOption: run(['apps', 'list', '--bogus']),
-  badConfig: run(['migrate'], { env: { ...env, PORT: 'abc', LOG_LEVEL: 'loud', NODE_ENV: 'production', ...secrets } }),
+  badConfig: run(['migrate'], {
+    env: {
+      ...env,
+      ...PRODUCTION_PASSWORD_HASH_ENV,
+      PORT: 'abc',
+      LOG_LEVEL: 'loud',
+      NODE_ENV: 'production',
+      ...secrets,
+    },
+  }),
   env: run(['env'], { env: { ...env, ...secrets, SECRET_KEY: 'a-real-looking-secret-key-0123456789abcdef' } }),
   optionFirst: run(['apps', '--json', 'list']),
 };
@@ -75,7 +85,7 @@ t.test('idp migrate --help prints the migrate usage and exits 0', opts, async (t
   t.equal(r.stderr, '');
 });
 
-// bin/idp.js runs dist/src/cli.js when built (CI builds first), else src/cli.ts through tsx: both must work.
+// bin/idp.js runs dist/app/cli.js when built (CI builds first), else app/cli.ts through tsx: both must work.
 t.test('bin/idp.js (the installed launcher) runs the CLI', opts, async (t) => {
   const r = await runs.bin;
   exits(t, r, 0);

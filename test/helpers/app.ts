@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type BuildOptions } from '../../src/app.js';
+import { buildApp, type BuildOptions } from '../../app/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { CHEAP_PASSWORD_HASH_ENV } from './password-cost.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghijklmnop';
 
@@ -21,6 +22,8 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     // Rate limits would make suites that sign in many times from 127.0.0.1 flaky; the rate-limit
     // tests turn them on explicitly.
     RATE_LIMITS: 'off',
+    // argon2's cheapest cost (./password-cost.ts); a test that checks a cost sets its own.
+    ...CHEAP_PASSWORD_HASH_ENV,
     ...env,
   });
 }

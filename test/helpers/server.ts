@@ -1,7 +1,7 @@
 // A real server on a loopback port over the test file's own database, with mail to an in-process SMTP
 // server, for end-to-end tests with relying-party libraries and browsers.
-import type { BuildOptions } from '../../src/app.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { BuildOptions } from '../../app/app.js';
+import { startServer, type RunningServer } from '../../app/server.js';
 import { logCollector, testConfig } from './app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { startSmtp } from './smtp.js';

@@ -3,7 +3,6 @@ import type { InjectOptions as Inject } from 'fastify';
 import { sql } from 'kysely';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
 import { appendAuditEvent, listAuditEvents } from '../../db/repositories/audit.js';
-import { verifyPassword } from '../../src/passwords.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 import { obtainCode, obtainTokens, tokenRequest } from '../helpers/flow.js';
 import { linkIn, startSmtp } from '../helpers/smtp.js';
@@ -13,6 +12,8 @@ const PASSWORD_TOO_COMMON_MESSAGE =
 
 // One app (and one database) for the whole file; every subtest makes the users it needs under its own e-mails.
 const { app, database, logs } = await buildTestApp(t);
+/** The provider's own verification (any argon2id cost: the parameters are in the hash). */
+const verifyPassword = (hashed: string, password: string) => app.services.passwords.verify(hashed, password);
 
 const BASE = '/api/admin/users';
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;

@@ -10,9 +10,10 @@ import { s256Challenge } from '../../src/oauth/pkce.js';
 import { generateToken } from '../../src/oauth/tokens.js';
 import { openCode } from '../../src/oauth/sealed-code.js';
 import { cookiesOf } from '../helpers/flow.js';
+import { oauthErrorLines } from '../helpers/oauth-log.js';
 
 // One app and one database for the whole file; subtests make the users and applications they change.
-const { app, database, config } = await buildTestApp(t);
+const { app, database, config, logs } = await buildTestApp(t);
 const actor = { actor: 'test' };
 const ISSUER = 'http://localhost:3000/api/auth';
 const LOGIN = 'http://localhost:3000/login';
@@ -494,6 +495,104 @@ t.test('error_description never carries request text outside the RFC 6749 §4.1.
     t.match(locationOf(res).searchParams.get('error'), /^(invalid_request|invalid_scope)$/, label);
     t.match(locationOf(res).searchParams.get('error_description'), ERROR_DESCRIPTION, label);
   }
+});
+
+t.test('refusals never echo the request: a fixed description, the value refused only in the log', async (t) => {
+  // Text an attacker would like a trusted page or the client's redirect to show (RFC 9700 §4.8 phishing).
+  const LURE = 'Call_555-0100_to_restore_access';
+  const redirected: Array<[string, Params, string, string, string]> = [
+    [
+      'an unknown scope',
+      { scope: `openid ${LURE}` },
+      'invalid_scope',
+      'scope contains a value that is not known here',
+      `unknown: ${LURE}`,
+    ],
+    [
+      'a scope the client may not ask for',
+      { scope: 'openid permissions' },
+      'invalid_scope',
+      'scope contains a value this client may not request',
+      'not allowed: permissions',
+    ],
+    [
+      'a scope with an illegal character',
+      { scope: `openid "${LURE}"` },
+      'invalid_scope',
+      'scope contains characters that RFC 6749 section 3.3 does not allow',
+      `scope "openid \\"${LURE}\\""`,
+    ],
+    [
+      'an unsupported prompt value',
+      { prompt: `login ${LURE}` },
+      'invalid_request',
+      'prompt has a value that is not supported',
+      `prompt ${LURE}`,
+    ],
+    [
+      'a made-up parameter twice',
+      { [LURE]: ['1', '2'] },
+      'invalid_request',
+      'a parameter must not be repeated',
+      `parameter ${LURE}`,
+    ],
+    [
+      'a known parameter twice',
+      { nonce: ['1', '2'] },
+      'invalid_request',
+      'nonce must not be repeated',
+      'parameter nonce',
+    ],
+  ];
+  for (const [label, overrides, error, description, detail] of redirected) {
+    const res = await authorize(request(overrides));
+    const url = expectRedirectError(t, res, error, { label });
+    t.equal(url.searchParams.get('error_description'), description, `${label}: the fixed description`);
+    t.notOk(decodeURIComponent(String(res.headers.location)).includes(LURE), `${label}: nothing of the request echoed`);
+    t.same(
+      oauthErrorLines(logs, res).map((l) => [l.level, l.oauthError, l.error_description, l.detail]),
+      [[30, error, description, detail]],
+      `${label}: the request's log line has the detail, at info`,
+    );
+  }
+  const rendered: Array<[string, Params, string, string, string]> = [
+    [
+      'an unregistered redirect_uri',
+      { redirect_uri: `https://${LURE}.example/cb` },
+      'invalid_request',
+      'redirect_uri is not registered for this client',
+      `redirect_uri https://${LURE}.example/cb`,
+    ],
+    ['an unknown client_id', { client_id: LURE }, 'invalid_client', 'unknown client_id', `client_id ${LURE}`],
+    [
+      'a made-up client_id twice',
+      { client_id: [LURE, LURE] },
+      'invalid_request',
+      'client_id must not be repeated',
+      'parameter client_id',
+    ],
+  ];
+  for (const [label, params, error, description, detail] of rendered) {
+    for (const accept of ['text/html', 'application/json']) {
+      const res = await authorize(request(params), { accept });
+      t.equal(res.statusCode, 400, `${label} (${accept}): 400`);
+      t.notOk(res.body.includes(LURE), `${label} (${accept}): nothing of the request echoed`);
+      if (accept === 'application/json') t.same(res.json(), { error, error_description: description }, label);
+      else t.match(res.body, description, `${label}: the fixed description on the page`);
+      t.same(
+        oauthErrorLines(logs, res).map((l) => [l.level, l.oauthError, l.error_description, l.detail]),
+        [[30, error, description, detail]],
+        `${label} (${accept}): the request's log line has the detail, at info`,
+      );
+    }
+  }
+  t.test('a refusal without a detail is logged too', async (t) => {
+    const res = await authorize(request({ response_type: 'token' }));
+    t.same(
+      oauthErrorLines(logs, res).map((l) => [l.oauthError, l.error_description, l.detail]),
+      [['unsupported_response_type', 'only response_type=code is supported', undefined]],
+    );
+  });
 });
 
 t.test('prompt=none without a session is login_required', async (t) => {

@@ -2,8 +2,9 @@
 import t from 'tap';
 import { adminHeaders, buildTestApp } from '../helpers/app.js';
 import { obtainTokens, tokenRequest, userinfo } from '../helpers/flow.js';
+import { oauthErrorLines } from '../helpers/oauth-log.js';
 
-const { app } = await buildTestApp(t);
+const { app, logs } = await buildTestApp(t);
 const redirectUri = 'https://rp.example.com/cb';
 const client = await app.services.applications.create(
   { clientName: 'Logout RP', redirectUris: [redirectUri], postLogoutRedirectUris: ['https://rp.example.com/bye'] },
@@ -114,6 +115,12 @@ t.test('bad requests are rendered, never redirected', async (t) => {
   t.equal(unregistered.statusCode, 400);
   t.notOk(unregistered.headers.location);
   t.match(unregistered.body, /post_logout_redirect_uri is not registered/);
+  t.notMatch(unregistered.body, /evil\.example/, 'the refused URI is not echoed');
+  t.same(
+    oauthErrorLines(logs, unregistered).map((l) => [l.level, l.oauthError, l.detail]),
+    [[30, 'invalid_request', 'https://evil.example/bye']],
+    'the request log line has it',
+  );
   const noClient = await endSession({ post_logout_redirect_uri: 'https://rp.example.com/bye' });
   t.equal(noClient.statusCode, 400);
   t.match(noClient.body, /needs client_id or id_token_hint/);
@@ -132,6 +139,10 @@ t.test('bad requests are rendered, never redirected', async (t) => {
     headers: { accept: 'application/json' },
   });
   t.same(json.json(), { error: 'invalid_request', error_description: 'unknown client_id' });
+  t.same(
+    oauthErrorLines(logs, json).map((l) => [l.level, l.oauthError, l.error_description, l.detail]),
+    [[30, 'invalid_request', 'unknown client_id', 'client_id nope']],
+  );
 });
 
 t.test('without a session it simply returns (or says signed out)', async (t) => {

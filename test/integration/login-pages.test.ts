@@ -13,7 +13,7 @@ import { BrowserClient } from '../helpers/browser-client.js';
 
 const smtp = await startSmtp();
 t.teardown(() => smtp.close());
-const { app, database } = await buildTestApp(t, { env: { SMTP_URL: smtp.url } });
+const { app, database, config } = await buildTestApp(t, { env: { SMTP_URL: smtp.url } });
 const actor = { actor: 'test' };
 const redirectUri = 'https://app.example.com/callback';
 const client = await app.services.applications.create(
@@ -516,14 +516,18 @@ t.test(
   },
 );
 
-t.test('a password hash with old parameters is replaced on sign-in', async (t) => {
+t.test('a password hash with old parameters is replaced on sign-in, at the configured cost', async (t) => {
+  const { memoryKib, iterations, parallelism } = config.passwordHash;
+  const configured = new RegExp(`^\\$argon2id\\$v=19\\$m=${memoryKib},t=${iterations},p=${parallelism}\\$`);
   const weak = await hash('old-params-password', { memoryCost: 4096, timeCost: 1, parallelism: 1 });
+  t.notMatch(weak, configured, 'the old hash is of another cost than the configured one');
   await app.services.users.create({ email: 'old@example.com', emailVerified: true }, actor);
   await database.db.updateTable('users').set({ password_hash: weak }).where('email', '=', 'old@example.com').execute();
   const { res } = await signedIn('old@example.com', 'old-params-password');
   t.equal(res.statusCode, 303);
   const stored = (await findUserByEmail(database.db, 'old@example.com'))!.password_hash!;
-  t.match(stored, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+  t.match(stored, configured, 'rehashed at PASSWORD_HASH_*');
+  t.equal((await signedIn('old@example.com', 'old-params-password')).res.statusCode, 303, 'and the new hash signs in');
 });
 
 t.test('JSON endpoints: sign-in, request metadata, consent, and their guards', async (t) => {

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, testConfig } from '../helpers/app.js';
+import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 import { obtainCode, signInWithInject, tokenRequest } from '../helpers/flow.js';
 import { NO_METRIC_EVENTS } from '../../src/metrics.js';
 
@@ -215,7 +216,12 @@ t.test('METRICS_TOKEN is a secret of at least 32 characters and never echoed', a
 });
 
 t.test('in production, METRICS=on needs METRICS_TOKEN: no open counters there (issue 31, item 6)', async (t) => {
-  const production = { NODE_ENV: 'production', BASE_URL: 'https://id.example.com', METRICS: 'on' };
+  const production = {
+    NODE_ENV: 'production',
+    BASE_URL: 'https://id.example.com',
+    METRICS: 'on',
+    ...PRODUCTION_PASSWORD_HASH_ENV,
+  };
   t.throws(
     () => testConfig({ ...production, METRICS_TOKEN: undefined }),
     /METRICS_TOKEN: expected a value when METRICS=on and NODE_ENV=production/,

@@ -3,9 +3,10 @@ import t from 'tap';
 import * as jose from 'jose';
 import { buildTestApp } from '../helpers/app.js';
 import { obtainTokens, tokenRequest, userinfo } from '../helpers/flow.js';
+import { oauthErrorLines } from '../helpers/oauth-log.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 
-const { app, database } = await buildTestApp(t);
+const { app, database, logs } = await buildTestApp(t);
 const redirectUri = 'https://rp.example.com/cb';
 const client = await app.services.applications.create(
   {
@@ -117,7 +118,25 @@ t.test('scope may narrow, never widen; the refresh token keeps the full grant', 
   t.equal(full.json().scope, 'openid email offline_access', 'a later refresh without scope gets the whole grant back');
   const wider = await refresh(full.json().refresh_token, { scope: 'openid profile' });
   t.equal(wider.statusCode, 400);
-  t.same(wider.json(), { error: 'invalid_scope', error_description: 'scope exceeds the original grant: profile' });
+  t.same(wider.json(), { error: 'invalid_scope', error_description: 'scope exceeds the original grant' });
+  // The value refused is not echoed back; the log of that request names it.
+  t.same(
+    oauthErrorLines(logs, wider).map(({ level, oauthError, error_description, detail }) => ({
+      level,
+      oauthError,
+      error_description,
+      detail,
+    })),
+    [
+      {
+        level: 30,
+        oauthError: 'invalid_scope',
+        error_description: 'scope exceeds the original grant',
+        detail: 'scope profile',
+      },
+    ],
+    'the request log line has the detail, at info',
+  );
   // The refused widening was not a use: that token still rotates. Narrowed without openid: no ID token.
   const noOpenid = await refresh(full.json().refresh_token, { scope: 'email' });
   t.equal(noOpenid.statusCode, 200);

@@ -33,7 +33,7 @@ t.test('a self-registered account named in the seed file', async (t) => {
   );
   const seedIt = (file: unknown, options: { dryRun?: boolean } = {}) =>
     applySeed(
-      { db: app.servicesDb, staticApplications: app.staticApplications },
+      { db: app.servicesDb, staticApplications: app.staticApplications, passwords: app.services.passwords },
       parseSeed(file, 'seed.json', ENV),
       { actor: 'seed' },
       options,
@@ -170,9 +170,13 @@ t.test('replace without a password: the previous holder’s password is removed'
     { actor: 'admin-api' },
   );
   const plan = parseSeed({ users: [{ email: 'made@example.com', replace: true }] }, 'seed.json', ENV);
-  const [outcome] = await applySeed({ db: app.servicesDb, staticApplications: app.staticApplications }, plan, {
-    actor: 'seed',
-  });
+  const [outcome] = await applySeed(
+    { db: app.servicesDb, staticApplications: app.staticApplications, passwords: app.services.passwords },
+    plan,
+    {
+      actor: 'seed',
+    },
+  );
   t.equal(outcome!.action, 'replaced');
   const after = await app.services.users.get(user.id);
   t.equal(after.hasPassword, false, 'no password: the reset flow is the way in');
@@ -196,9 +200,13 @@ t.test('an application made through the admin API named in the seed file', async
   });
   t.equal(created.statusCode, 201);
   const seedIt = (file: unknown) =>
-    applySeed({ db: app.servicesDb, staticApplications: app.staticApplications }, parseSeed(file, 'seed.json', ENV), {
-      actor: 'seed',
-    });
+    applySeed(
+      { db: app.servicesDb, staticApplications: app.staticApplications, passwords: app.services.passwords },
+      parseSeed(file, 'seed.json', ENV),
+      {
+        actor: 'seed',
+      },
+    );
   const entry = { clientId: 'shop', clientName: 'Shop (CI)', redirectUris: ['http://localhost:8080/callback'] };
   await t.rejects(seedIt({ applications: [entry] }), {
     message: new RegExp(

@@ -1,7 +1,7 @@
 // Graceful shutdown: in-flight requests finish, new connections are refused, the database is closed.
 import t from 'tap';
 import { request } from 'node:http';
-import { startServer } from '../../src/server.js';
+import { startServer } from '../../app/server.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { logCollector, testConfig } from '../helpers/app.js';

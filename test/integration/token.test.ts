@@ -11,6 +11,7 @@ import { s256Challenge } from '../../src/oauth/pkce.js';
 import { openCode, sealCode } from '../../src/oauth/sealed-code.js';
 import { generateToken, hashToken } from '../../src/oauth/tokens.js';
 import { cookiesOf } from '../helpers/flow.js';
+import { oauthErrorLines } from '../helpers/oauth-log.js';
 
 const { app, database, config, logs } = await buildTestApp(t);
 const actor = { actor: 'test' };
@@ -439,6 +440,56 @@ t.test('error_description never carries request text outside the RFC 6749 §5.2 
     const res = await token(form);
     t.equal(res.statusCode, 400, label);
     t.match(res.json().error_description, ERROR_DESCRIPTION, label);
+  }
+});
+
+t.test('refusals never echo the request: a fixed description, the value refused only in the log', async (t) => {
+  const LURE = 'Call_555-0100_to_restore_access';
+  const grant = await getCode();
+  const cases: Array<[string, Params, number, string, string, string]> = [
+    [
+      'an unsupported grant_type',
+      exchangeForm(grant, { grant_type: LURE }),
+      400,
+      'unsupported_grant_type',
+      'the grant_type is not supported',
+      `grant_type ${LURE}`,
+    ],
+    [
+      'a made-up parameter twice',
+      exchangeForm(grant, { [LURE]: ['1', '2'] }),
+      400,
+      'invalid_request',
+      'a parameter must not be repeated',
+      `parameter ${LURE}`,
+    ],
+    [
+      'a known parameter twice',
+      exchangeForm(grant, { code_verifier: ['1', '2'] }),
+      400,
+      'invalid_request',
+      'code_verifier must not be repeated',
+      'parameter code_verifier',
+    ],
+    [
+      'an unknown client_id',
+      exchangeForm(grant, { client_id: LURE }),
+      401,
+      'invalid_client',
+      'unknown client',
+      `client_id ${LURE}`,
+    ],
+  ];
+  for (const [label, form, status, error, description, detail] of cases) {
+    const res = await token(form);
+    expectError(t, res, status, error, undefined, label);
+    t.equal(res.json().error_description, description, `${label}: the fixed description`);
+    t.notOk(res.body.includes(LURE), `${label}: nothing of the request echoed`);
+    t.same(
+      oauthErrorLines(logs, res).map((l) => [l.level, l.oauthError, l.error_description, l.detail]),
+      [[30, error, description, detail]],
+      `${label}: the request's log line has the detail, at info`,
+    );
   }
 });
 

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 import { loadConfig } from '../../src/config.js';
 import { DEMO_CLIENT_ID, DEMO_CLIENT_NAME } from '../../src/services/demo.js';
 
@@ -11,6 +12,7 @@ const PRODUCTION = {
   NODE_ENV: 'production',
   BASE_URL: 'https://id.example.com',
   SECRET_KEY: 'test-secret-key-0123456789abcdefghijklmnop',
+  ...PRODUCTION_PASSWORD_HASH_ENV,
 };
 
 t.test('defaults: WELCOME_PAGE on and DEMO on in development; public and off in production', async (t) => {

@@ -15,8 +15,8 @@ t.test('missing build, no stamp, fresh, then a changed, a deleted file and packa
   for (const f of ['src/a.ts', 'src/sub/b.ts', 'src/sub', 'src', 'package.json', 'tsconfig.json'])
     utimesSync(join(dir, f), past, past);
   t.match(staleReason(dir), /no build/);
-  mkdirSync(join(dir, 'dist', 'src'), { recursive: true });
-  writeFileSync(join(dir, 'dist', 'src', 'cli.js'), '');
+  mkdirSync(join(dir, 'dist', 'app'), { recursive: true });
+  writeFileSync(join(dir, 'dist', 'app', 'cli.js'), '');
   t.match(staleReason(dir), /not built by npm start/);
   writeFileSync(join(dir, 'dist', '.build-stamp'), JSON.stringify({ startedAt: Date.now() - 1000 }));
   t.equal(staleReason(dir), undefined, 'nothing changed since the build started');

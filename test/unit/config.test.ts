@@ -291,3 +291,69 @@ t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memo
     'RATE_LIMIT_SIGN_UP_EMAIL',
   ]);
 });
+
+t.test('PASSWORD_HASH_*: the argon2id cost, any in development; OWASP minimum in production', async (t) => {
+  const production = { NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' };
+  const cost = (env: Record<string, string>) => loadConfig(env, cwd).passwordHash;
+  const names = (env: Record<string, string>) => {
+    try {
+      loadConfig(env, cwd);
+      return [];
+    } catch (error) {
+      return (error as ConfigError).problems.map((p) => p.name).sort();
+    }
+  };
+  const cheap = { PASSWORD_HASH_MEMORY_KIB: '8', PASSWORD_HASH_ITERATIONS: '1', PASSWORD_HASH_PARALLELISM: '1' };
+  t.same(cost({}), { memoryKib: 19456, iterations: 2, parallelism: 1 }, 'default: m=19456, t=2, p=1');
+  t.same(cost(production), { memoryKib: 19456, iterations: 2, parallelism: 1 }, 'the same in production');
+  t.same(cost(cheap), { memoryKib: 8, iterations: 1, parallelism: 1 }, 'the cheapest in development and tests');
+  t.same(cost({ ...cheap, NODE_ENV: 'test' }), { memoryKib: 8, iterations: 1, parallelism: 1 });
+
+  // Each of OWASP's pairs is accepted in production; one KiB less is refused, naming the variable.
+  for (const [m, i] of [
+    [47104, 1],
+    [19456, 2],
+    [12288, 3],
+    [9216, 4],
+    [7168, 5],
+  ] as const) {
+    const env = { ...production, PASSWORD_HASH_MEMORY_KIB: String(m), PASSWORD_HASH_ITERATIONS: String(i) };
+    t.same(cost(env), { memoryKib: m, iterations: i, parallelism: 1 }, `m=${m}, t=${i} is accepted`);
+    t.same(names({ ...env, PASSWORD_HASH_MEMORY_KIB: String(m - 1) }), ['PASSWORD_HASH_MEMORY_KIB'], `m=${m - 1}`);
+  }
+  t.same(
+    cost({ ...production, PASSWORD_HASH_MEMORY_KIB: '7168', PASSWORD_HASH_ITERATIONS: '10' }).iterations,
+    10,
+    'more iterations than OWASP’s last pair: its memory suffices',
+  );
+  t.same(cost({ ...production, PASSWORD_HASH_MEMORY_KIB: '65536', PASSWORD_HASH_PARALLELISM: '4' }).parallelism, 4);
+  const error = t.throws(() => loadConfig({ ...production, ...cheap }, cwd)) as ConfigError;
+  t.same(
+    error.problems.map((p) => p.name),
+    ['PASSWORD_HASH_MEMORY_KIB'],
+    'the tests’ cheap cost never reaches production',
+  );
+  t.match(
+    error.message,
+    new RegExp(
+      'PASSWORD_HASH_MEMORY_KIB: expected at least 47104 KiB with PASSWORD_HASH_ITERATIONS=1 when ' +
+        "NODE_ENV=production \\(OWASP's argon2id minimum: m=47104/t=1, m=19456/t=2, m=12288/t=3, m=9216/t=4, " +
+        'm=7168/t=5\\).*; got "8"',
+    ),
+  );
+  t.same(
+    names({ ...production, PASSWORD_HASH_ITERATIONS: '1' }),
+    ['PASSWORD_HASH_MEMORY_KIB'],
+    'fewer iterations need more memory',
+  );
+
+  // argon2's own limits, in any environment.
+  t.same(names({ PASSWORD_HASH_MEMORY_KIB: '7' }), ['PASSWORD_HASH_MEMORY_KIB'], 'argon2 needs 8 KiB at least');
+  t.same(names({ PASSWORD_HASH_MEMORY_KIB: '16', PASSWORD_HASH_PARALLELISM: '4' }), ['PASSWORD_HASH_MEMORY_KIB']);
+  t.same(names({ PASSWORD_HASH_MEMORY_KIB: '32', PASSWORD_HASH_PARALLELISM: '4' }), [], '8 KiB per lane');
+  t.same(
+    names({ PASSWORD_HASH_MEMORY_KIB: '19456.5', PASSWORD_HASH_ITERATIONS: '0', PASSWORD_HASH_PARALLELISM: '17' }),
+    ['PASSWORD_HASH_ITERATIONS', 'PASSWORD_HASH_MEMORY_KIB', 'PASSWORD_HASH_PARALLELISM'],
+  );
+  t.same(names({ PASSWORD_HASH_MEMORY_KIB: '1048577' }), ['PASSWORD_HASH_MEMORY_KIB'], 'at most 1 GiB');
+});

@@ -2,7 +2,7 @@
 // line per request, and still redacted (pino redacts before pino-pretty sees the record).
 import t from 'tap';
 import { prettyDestination, usePrettyLogs } from '../../src/logger.js';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../app/app.js';
 import { testConfig } from '../helpers/app.js';
 import { createTestDatabase } from '../helpers/db.js';
 

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { run, type Io } from '../../src/cli/main.js';
+import { run, type Io } from '../../app/cli/main.js';
 import { parseStaticApplications } from '../../src/static-applications.js';
 import { ROOT } from '../helpers/programs.js';
 

@@ -4,7 +4,7 @@
 // spent all the same, and a replayed code revokes every token issued from its grant (RFC 6749 §4.1.2).
 import { OAuthError } from '../errors.js';
 import { isValidCodeVerifier, s256Challenge } from '../pkce.js';
-import { type GrantHandler, type IssuedTokens, requireParameters, type TokenAnswer } from './grant.js';
+import { type GrantHandler, type IssuedTokens, requireParameters } from './grant.js';
 
 /** An authorization code's grant (what a replay revokes). */
 export interface CodeGrant {
@@ -46,7 +46,7 @@ export type CodeExchange =
   | { kind: 'replayed'; code: CodeGrant }
   | { kind: 'consumed'; checks: CodeChecks; issued: IssuedTokens | undefined };
 
-export interface AuthorizationCodeStore extends TokenAnswer {
+export interface AuthorizationCodeStore {
   /**
    * In one atomic step: spends the code, checks it (CodeChecks) and, only when every check passes,
    * records the tokens of its grant: access token, refresh token when offline_access was granted
@@ -96,6 +96,6 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       throw new OAuthError('invalid_grant', 'the sign-in session of the authorization code has ended');
     if (!checks.consented) throw new OAuthError('invalid_grant', "the user revoked the application's access");
     if (!exchange.issued) throw new Error('a code that passed every check got no tokens');
-    return store.respond(exchange.issued);
+    return exchange.issued;
   },
 };

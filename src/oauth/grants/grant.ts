@@ -1,10 +1,11 @@
 // What every grant handler of the token endpoint is (RFC 6749 §4, §5): the shape of ory/fosite's
 // handler/oauth2 and node-oidc-provider's lib/actions/grants. A handler reads its parameters, checks
-// them against what its storage says, and has the token issuer record and answer the tokens. Adding
-// a grant is adding a file beside this one and a line in src/services/grants.ts.
+// them against what its storage says, has its storage record the tokens and returns what was issued;
+// the binding (src/services/grants.ts) signs the ID token and answers. Adding a grant is adding a file
+// beside this one and a line in src/services/grants.ts.
 //
 // Pure protocol logic: storage reaches a handler only through the narrow interface it declares.
-import { OAuthError } from '../errors.js';
+import { parameterError } from '../errors.js';
 
 /** RFC 6749 §5.1. */
 export interface TokenResponse {
@@ -30,11 +31,12 @@ export interface GrantHandler<Deps> {
   readonly grantType: string;
   /** Parameters the grant requires besides grant_type and client_id, checked in this order. */
   readonly parameters: readonly string[];
-  handle(params: TokenParams, client: GrantClient, deps: Deps): Promise<TokenResponse>;
+  /** What was issued (recorded already); the binding signs the ID token and answers (TokenResponse). */
+  handle(params: TokenParams, client: GrantClient, deps: Deps): Promise<IssuedTokens>;
 }
 
 /**
- * Tokens recorded for one token response, before the ID token is signed: the issuer signs after the
+ * Tokens recorded for one token response, before the ID token is signed: the binding signs after the
  * transaction that recorded them, so no row lock waits on a signature.
  */
 export interface IssuedTokens {
@@ -50,16 +52,11 @@ export interface IssuedTokens {
   sessionId?: string | null | undefined;
 }
 
-/** Every grant answers through the token issuer, which signs the ID token after the tokens are recorded. */
-export interface TokenAnswer {
-  respond(issued: IssuedTokens): Promise<TokenResponse>;
-}
-
 /** The required parameters of a handler, in order: the first one missing is invalid_request. */
 export function requireParameters(handler: GrantHandler<unknown>, params: TokenParams): string[] {
   return handler.parameters.map((name) => {
     const value = params[name];
-    if (!value) throw new OAuthError('invalid_request', `${name} is required`);
+    if (!value) throw parameterError(name, 'is required');
     return value;
   });
 }

@@ -5,10 +5,27 @@
 // A current token with no scope asked is rotated by one atomic step first (rotateIfCurrent); anything
 // else, or a token that step refused, goes through the locked transaction, which says why.
 // The scope may only narrow (RFC 6749 §6); the refresh token keeps the grant's scope.
-import { OAuthError } from '../errors.js';
+import { OAuthError, type OAuthErrorDescription } from '../errors.js';
 import { formatScope, splitScope } from '../scope.js';
 import { hashToken } from '../tokens.js';
-import { type GrantHandler, type IssuedTokens, requireParameters, type TokenAnswer } from './grant.js';
+import { type GrantHandler, type IssuedTokens, requireParameters } from './grant.js';
+
+/**
+ * Each rule a current refresh token meets, true where it holds: read from the locked row by the same rules
+ * (db/repositories/refresh-rules.ts) whose SQL the one-step rotation (rotateIfCurrent) runs.
+ */
+export interface RefreshChecks {
+  /** Issued to the requesting client. */
+  sameClient: boolean;
+  /** Neither the token nor its grant was revoked. */
+  unrevoked: boolean;
+  /** Not presented before. */
+  unused: boolean;
+  /** Within its sliding and absolute lifetimes. */
+  unexpired: boolean;
+  /** Its user is enabled. */
+  userActive: boolean;
+}
 
 /** The presented refresh token's row, locked until the transaction ends. */
 export interface LockedRefreshToken {
@@ -18,11 +35,9 @@ export interface LockedRefreshToken {
   /** The grant's scope, which the refresh token keeps. */
   scope: string;
   usedAt: Date | null;
-  /** The token or its grant was revoked. */
-  revoked: boolean;
-  expiresAt: Date;
   absoluteExpiresAt: Date;
   authTime: Date | null;
+  checks: RefreshChecks;
 }
 
 /** What the refresh handler may do inside its one transaction. */
@@ -31,26 +46,29 @@ export interface RefreshTransaction {
   liveSuccessor(token: LockedRefreshToken): Promise<IssuedTokens | undefined>;
   /** Revokes the token's family (its grant) and records refresh_token.reuse_detected. */
   revokeFamily(token: LockedRefreshToken): Promise<void>;
-  isUserActive(userId: string): Promise<boolean>;
   /** Records the successor pair (refresh token keeps the grant's scope) and marks the token used. */
   rotate(token: LockedRefreshToken, accessScope: string): Promise<IssuedTokens>;
 }
 
-export interface RefreshTokenStore extends TokenAnswer {
+export interface RefreshTokenStore {
   /**
    * The common case in one atomic step: rotates the token when it is unused, unrevoked, of this client,
    * within its lifetimes, of a live grant and an enabled user, keeping the grant's scope. Undefined, with
    * nothing changed, otherwise: the locked path below then finds out why.
    */
   rotateIfCurrent(tokenHash: string, clientId: string): Promise<IssuedTokens | undefined>;
-  /** Runs `work` in one transaction with the presented token's row locked (undefined: no such token). */
+  /**
+   * Runs `work` in one transaction with the presented token's row locked (undefined: no such token), its
+   * checks read for the requesting client.
+   */
   withLockedToken<T>(
     tokenHash: string,
+    clientId: string,
     work: (token: LockedRefreshToken | undefined, tx: RefreshTransaction) => Promise<T>,
   ): Promise<T>;
 }
 
-const invalid = (why: string) => new OAuthError('invalid_grant', why);
+const invalid = (why: OAuthErrorDescription<'invalid_grant'>) => new OAuthError('invalid_grant', why);
 
 /** An error decided inside the transaction is thrown after it commits (a reuse revocation must stay). */
 type Outcome = { issued: IssuedTokens } | { error: OAuthError };
@@ -66,30 +84,29 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     const tokenHash = hashToken(presented);
     if (client.enabled && requestedScope === undefined) {
       const issued = await store.rotateIfCurrent(tokenHash, client.clientId);
-      if (issued) return store.respond(issued);
+      if (issued) return issued;
     }
 
-    const outcome = await store.withLockedToken(tokenHash, async (token, tx): Promise<Outcome> => {
-      if (!token || token.clientId !== client.clientId || token.revoked) {
+    const outcome = await store.withLockedToken(tokenHash, client.clientId, async (token, tx): Promise<Outcome> => {
+      if (!token?.checks.sameClient || !token.checks.unrevoked) {
         return { error: invalid('the refresh token is invalid, expired or revoked') };
       }
-      if (token.usedAt) {
+      if (!token.checks.unused) {
         const successor = await tx.liveSuccessor(token);
         if (successor) {
           // A retry returns tokens too: the same checks as a rotation (application, user).
           if (!client.enabled) return { error: invalid('the application is disabled') };
-          if (!(await tx.isUserActive(token.userId))) return { error: invalid('the user is not available') };
+          if (!token.checks.userActive) return { error: invalid('the user is not available') };
           return { issued: successor };
         }
         await tx.revokeFamily(token);
         return { error: invalid('the refresh token was already used; the whole grant is revoked') };
       }
-      const now = Date.now();
-      if (token.expiresAt.getTime() <= now || token.absoluteExpiresAt.getTime() <= now) {
+      if (!token.checks.unexpired) {
         return { error: invalid('the refresh token has expired') };
       }
       if (!client.enabled) return { error: invalid('the application is disabled') };
-      if (!(await tx.isUserActive(token.userId))) return { error: invalid('the user is not available') };
+      if (!token.checks.userActive) return { error: invalid('the user is not available') };
 
       const grantScopes = splitScope(token.scope);
       let scopes = grantScopes;
@@ -97,7 +114,11 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
         const requested = splitScope(requestedScope);
         const wider = requested.filter((s) => !grantScopes.includes(s));
         if (wider.length)
-          return { error: new OAuthError('invalid_scope', `scope exceeds the original grant: ${wider.join(' ')}`) };
+          return {
+            error: new OAuthError('invalid_scope', 'scope exceeds the original grant', {
+              detail: `scope ${wider.join(' ')}`,
+            }),
+          };
         if (requested.length === 0) return { error: new OAuthError('invalid_scope', 'scope must not be empty') };
         scopes = grantScopes.filter((s) => requested.includes(s));
       }
@@ -105,6 +126,6 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     });
 
     if ('error' in outcome) throw outcome.error;
-    return store.respond(outcome.issued);
+    return outcome.issued;
   },
 };

@@ -21,7 +21,7 @@ import {
 import { lockUserById, updateUserRow } from '../../../db/repositories/users.js';
 import { AppError, validationError } from '../../errors.js';
 import { generateToken, hashToken } from '../../oauth/tokens.js';
-import { hashPassword, newPasswordProblem } from '../../passwords.js';
+import { newPasswordProblem } from '../../passwords.js';
 import { EMAIL } from '../accounts.js';
 import { auditPseudonym } from '../audit.js';
 import { passwordChangedNotice } from '../recovery.js';
@@ -90,7 +90,7 @@ export function createAccountMethods(
       meta,
     });
     // Hashed outside the transaction: ~10 ms of CPU must not hold a connection.
-    const passwordHash = await hashPassword(newPassword);
+    const passwordHash = await deps.passwords.hash(newPassword);
     const sessionToken = generateToken();
     const { email, sessionExpiresAt } = await db.transaction().execute(async (trx) => {
       const locked = await lockUserById(trx, userId);

@@ -4,7 +4,7 @@ import { appendAuditEvent } from '../../../db/repositories/audit.js';
 import type { Db } from '../../../db/create-db.js';
 import type { UserRow } from '../../../db/tables.js';
 import { AppError } from '../../errors.js';
-import { verifyAgainstDummy, verifyPassword } from '../../passwords.js';
+import type { PasswordHasher } from '../../passwords.js';
 import type { RequestMeta, SelfServiceGuards } from './types.js';
 
 /** The session's user is gone (deleted or disabled meanwhile): for the client, signed out. */
@@ -27,7 +27,7 @@ export async function currentUser(db: Db, userId: string): Promise<UserRow> {
  * make guessing cheaper than the sign-in form); a failure is audited as password.confirmation_failed.
  */
 export async function confirmPassword(
-  deps: { db: Db; guards: SelfServiceGuards },
+  deps: { db: Db; guards: SelfServiceGuards; passwords: Pick<PasswordHasher, 'verify' | 'verifyAgainstDummy'> },
   userId: string,
   password: string,
   o: { field: string; purpose: string; meta: RequestMeta },
@@ -36,8 +36,8 @@ export async function confirmPassword(
   return deps.guards.confirmPassword(user.email, async () => {
     const ok =
       user.password_hash && password.length <= 1024
-        ? await verifyPassword(user.password_hash, password)
-        : await verifyAgainstDummy(password);
+        ? await deps.passwords.verify(user.password_hash, password)
+        : await deps.passwords.verifyAgainstDummy(password);
     if (!ok) {
       await appendAuditEvent(deps.db, {
         type: 'password.confirmation_failed',

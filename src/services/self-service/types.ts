@@ -3,6 +3,7 @@
 import type { Db } from '../../../db/create-db.js';
 import type { Config } from '../../config.js';
 import type { Mailer } from '../../mail/mailer.js';
+import type { PasswordHasher } from '../../passwords.js';
 import type { ApplicationService } from '../applications.js';
 import type { EmailChangeService } from './email-change.js';
 
@@ -73,6 +74,8 @@ export interface SelfServiceDeps {
   applications: Pick<ApplicationService, 'find'>;
   emailChanges: EmailChangeService;
   guards: SelfServiceGuards;
+  /** Verifies the current password and hashes a new one, at the configured cost. */
+  passwords: PasswordHasher;
 }
 
 export const iso = (d: Date | string) => new Date(d).toISOString();

@@ -1,19 +1,19 @@
 // The dispatcher: the first word picks the command group, each in a module of its own; a group with
 // subcommands gets the word after it (see splitSubcommand). Exit codes: 0 success, 1 the operation
 // failed, 2 usage error (errors.ts maps each failure).
-import { adminCommand } from './admin.js';
-import { appsCommand } from './apps.js';
-import { splitSubcommand } from './args.js';
-import { envCommand } from './env.js';
-import { reportError, UsageError } from './errors.js';
-import type { Io } from './io.js';
-import { keysCommand } from './keys.js';
-import { migrateCommand } from './migrate.js';
-import { seedCommand } from './seed.js';
+import { adminCommand } from '../../src/cli/admin.js';
+import { appsCommand } from '../../src/cli/apps.js';
+import { splitSubcommand } from '../../src/cli/args.js';
+import { envCommand } from '../../src/cli/env.js';
+import { reportError, UsageError } from '../../src/cli/errors.js';
+import type { Io } from '../../src/cli/io.js';
+import { keysCommand } from '../../src/cli/keys.js';
+import { migrateCommand } from '../../src/cli/migrate.js';
+import { seedCommand } from '../../src/cli/seed.js';
 import { serveCommand } from './serve.js';
-import { usersCommand } from './users.js';
+import { usersCommand } from '../../src/cli/users.js';
 
-export type { Io } from './io.js';
+export type { Io } from '../../src/cli/io.js';
 
 const HELP = `idp: self-hostable OpenID Connect provider
 

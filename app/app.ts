@@ -6,25 +6,25 @@ import formbody from '@fastify/formbody';
 import cookie from '@fastify/cookie';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DestinationStream } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from '../src/config.js';
 import type { DatabaseHandle } from '../db/create-db.js';
-import type { StaticApplications } from './services/applications.js';
-import { lazyChildLogger, loggerOptions } from './logger.js';
-import { traceparent, traceRequest } from './trace.js';
-import { validatorCompiler } from './validate.js';
+import type { StaticApplications } from '../src/services/applications.js';
+import { lazyChildLogger, loggerOptions } from '../src/logger.js';
+import { traceparent, traceRequest } from '../src/trace.js';
+import { validatorCompiler } from '../src/validate.js';
 import {
   clientErrorHandler,
   frameworkErrors,
   MAX_PARAM_LENGTH,
   serviceUnavailableWhileClosing,
-} from './framework-errors.js';
-import { loadStaticApplications } from './static-applications.js';
+} from '../src/framework-errors.js';
+import { loadStaticApplications } from '../src/static-applications.js';
 import dbPlugin from '../plugins/infra/db.js';
 import metricsPlugin from '../plugins/infra/metrics.js';
 import servicesPlugin from '../plugins/infra/services.js';
 import healthPlugin from '../plugins/health.js';
 import adminPlugin from '../plugins/admin/index.js';
-import oidcServices from '../plugins/infra/oidc-services.js';
+import browserSession from '../plugins/infra/browser-session.js';
 import discoveryPlugin from '../plugins/oidc/discovery.js';
 import jwksPlugin from '../plugins/oidc/jwks.js';
 import authorizePlugin from '../plugins/oidc/authorize.js';
@@ -147,10 +147,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(openapiPlugin, { config });
   await app.register(dbPlugin, { config, database: options.database });
   await app.register(metricsPlugin, { config });
-  await app.register(servicesPlugin, { staticApplications });
   await app.register(cookie);
   await app.register(rateLimitPlugin, { config });
-  await app.register(oidcServices, { config });
+  await app.register(servicesPlugin, { config, staticApplications });
+  await app.register(browserSession, { config });
   await app.register(corsPlugin, { cacheSeconds: config.corsCacheSeconds });
   await app.register(bearerAuth, { config });
   await app.register(healthPlugin, { adminApiToken: config.adminApiToken });

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `idp`: the entry point. It and nothing else reads process.env: the environment goes down to the commands
-// (src/cli/, dispatched by src/cli/main.ts) inside their Io. Exit codes: 0 success, 1 the operation failed
+// (src/cli/, dispatched by app/cli/main.ts) inside their Io. Exit codes: 0 success, 1 the operation failed
 // (bad configuration, not found, conflict, invalid value, database busy), 2 usage error.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';

@@ -6,9 +6,9 @@
 // workers keep dying at start), and on SIGTERM/SIGINT asks each worker to shut down gracefully and exits
 // when all have. Only worker 1 announces the first-admin setup link.
 import cluster, { type Worker } from 'node:cluster';
-import { relayClusterMetrics } from './cluster-metrics.js';
-import type { Config } from './config.js';
-import { type DatabaseHandle, migrateToLatest, openConfiguredDatabase } from './database.js';
+import { relayClusterMetrics } from '../src/cluster-metrics.js';
+import type { Config } from '../src/config.js';
+import { type DatabaseHandle, migrateToLatest, openConfiguredDatabase } from '../src/database.js';
 
 export interface ClusterIo {
   out(line: string): void;

@@ -1,9 +1,9 @@
 // startServer: build, listen, and shut down gracefully on SIGTERM/SIGINT within SHUTDOWN_TIMEOUT.
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import type { Config } from '../src/config.js';
 import { buildApp, type BuildOptions } from './app.js';
-import { isInMemory } from './config.js';
-import { prettyDestination, usePrettyLogs } from './logger.js';
+import { isInMemory } from '../src/config.js';
+import { prettyDestination, usePrettyLogs } from '../src/logger.js';
 
 export interface RunningServer {
   app: FastifyInstance;

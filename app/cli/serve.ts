@@ -1,16 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { isClusterPrimary, runPrimary, SHUTDOWN_MESSAGE, workerNumber } from '../cluster.js';
-import { isInMemory } from '../config.js';
-import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase } from '../database.js';
-import { resolveSecretKey } from '../secret-key.js';
-import { loadSeedFile, type SeedPlan } from '../seed.js';
-import { applySeed, describeOutcome } from '../services/seed.js';
-import type { StaticApplications } from '../services/applications.js';
-import { loadStaticApplications } from '../static-applications.js';
-import { noArguments, parse } from './args.js';
-import { loadCliConfig } from './context.js';
-import type { Io } from './io.js';
-import { summarize } from './seed.js';
+import { isInMemory } from '../../src/config.js';
+import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase } from '../../src/database.js';
+import { createPasswordHasher, type PasswordHasher } from '../../src/passwords.js';
+import { resolveSecretKey } from '../../src/secret-key.js';
+import { loadSeedFile, type SeedPlan } from '../../src/seed.js';
+import { applySeed, describeOutcome } from '../../src/services/seed.js';
+import type { StaticApplications } from '../../src/services/applications.js';
+import { loadStaticApplications } from '../../src/static-applications.js';
+import { noArguments, parse } from '../../src/cli/args.js';
+import { loadCliConfig } from '../../src/cli/context.js';
+import type { Io } from '../../src/cli/io.js';
+import { summarize } from '../../src/cli/seed.js';
 
 export const SERVE_HELP = `Usage: idp serve
 
@@ -21,8 +22,12 @@ one port, restarting any that dies. SEED_FILE=FILE applies a seed file after the
 listening (see idp seed --help); DATA_DIR=:memory: keeps the embedded database in memory, lost at exit.`;
 
 /** SEED_FILE, applied once (by the primary when there are workers); a bad file stops the start. */
-async function seed(plan: SeedPlan, db: Db, staticApplications: StaticApplications, say: (line: string) => void) {
-  const outcomes = await applySeed({ db, staticApplications }, plan, { actor: 'seed' });
+async function seed(
+  plan: SeedPlan,
+  { db, staticApplications, passwords }: { db: Db; staticApplications: StaticApplications; passwords: PasswordHasher },
+  say: (line: string) => void,
+) {
+  const outcomes = await applySeed({ db, staticApplications, passwords }, plan, { actor: 'seed' });
   for (const o of outcomes) if (o.action !== 'unchanged') say(`seed: ${describeOutcome(o)}`);
   say(`seed file ${plan.file} applied: ${summarize(outcomes)}`);
 }
@@ -43,7 +48,11 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
   config = resolveSecretKey(config, { warn: (m) => (worker ?? 1) === 1 && io.err(`WARNING: ${m}`) });
   if (isClusterPrimary(config)) {
     const beforeFork =
-      plan && ((db: Db) => seed(plan, db, loadStaticApplications(config.staticApplicationsFile), io.out));
+      plan &&
+      ((db: Db) => {
+        const staticApplications = loadStaticApplications(config.staticApplicationsFile);
+        return seed(plan, { db, staticApplications, passwords: createPasswordHasher(config.passwordHash) }, io.out);
+      });
     return runPrimary(config, io, beforeFork);
   }
   // Loaded here only: the other commands start without the HTTP server's modules.
@@ -53,7 +62,10 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
     plan &&
     (async (app: FastifyInstance) => {
       try {
-        await seed(plan, app.db, app.staticApplications, (line) => app.log.info({ seedFile: plan.file }, line));
+        const { db, staticApplications, services } = app;
+        await seed(plan, { db, staticApplications, passwords: services.passwords }, (line) =>
+          app.log.info({ seedFile: plan.file }, line),
+        );
       } catch (error) {
         await app.database.close(); // the app never became ready: nothing else closes it
         throw error;
