@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
-import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
+import { chromiumSkip, fileChromium } from '../helpers/chromium.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
@@ -262,8 +262,9 @@ for (const variant of ['same-origin', 'first-party-origin'] as const) {
       );
       const demoUrl = `${origin}/demo/`;
 
-      const browser: Browser = await launchChromium(t);
+      const browser: Browser = await fileChromium();
       const context = await browser.newContext({ viewport: { width: 800, height: 700 } });
+      t.teardown(() => context.close());
       const page: Page = await context.newPage();
       page.setDefaultTimeout(30000);
       page.setDefaultNavigationTimeout(60000);

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { startTestServer } from '../helpers/server.js';
-import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
+import { chromiumSkip, fileChromium } from '../helpers/chromium.js';
 import { freePort, markedBlock, ROOT, runProgram, signInAndConsent } from '../helpers/programs.js';
 
 t.setTimeout(300_000);
@@ -119,8 +119,9 @@ for (const name of ['oauth4webapi-browser', 'oidc-client-ts']) {
     await new Promise<void>((resolve) => server.listen(appPort, '127.0.0.1', resolve));
     t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-    const browser = await launchChromium(t);
+    const browser = await fileChromium();
     const context = await browser.newContext();
+    t.teardown(() => context.close());
     await context.route('https://cdn.jsdelivr.net/**', (route) => {
       const entry = CDN[route.request().url()];
       if (!entry) return route.fulfill({ status: 404, body: 'not in this test' });

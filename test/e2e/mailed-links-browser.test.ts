@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { findUserByEmail } from '../../db/repositories/users.js';
 import { startTestServer } from '../helpers/server.js';
-import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
+import { chromiumSkip, fileChromium } from '../helpers/chromium.js';
 import type { CapturedMail } from '../helpers/smtp.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -58,7 +58,7 @@ t.test(
     await ctx.app.services.users.create({ email, password: PASSWORD }, { actor: 'test' });
     const verified = async () => (await findUserByEmail(ctx.database.db, email))?.email_verified;
 
-    const browser = await launchChromium(t);
+    const browser = await fileChromium();
     mkdirSync(screenshots, { recursive: true });
     const context: BrowserContext = await browser.newContext();
     t.teardown(() => context.close());
@@ -116,7 +116,7 @@ t.test(
       await ctx.app.services.users.create({ email, password: PASSWORD, emailVerified: true }, { actor: 'test' });
     const ownerRow = async () => findUserByEmail(ctx.database.db, owner);
 
-    const browser = await launchChromium(t);
+    const browser = await fileChromium();
     mkdirSync(screenshots, { recursive: true });
     const asker = await browser.newContext();
     const stranger = await browser.newContext();

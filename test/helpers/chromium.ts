@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
+import tap from 'tap';
 
 interface TapLike {
   teardown(fn: () => unknown): void;
@@ -18,7 +19,27 @@ export const chromiumSkip: false | string = existsSync(CHROMIUM)
 
 /** A headless browser, closed when the test ends. */
 export async function launchChromium(t: TapLike): Promise<Browser> {
-  const browser = await chromium.launch({
+  const browser = await launch();
+  t.teardown(() => browser.close());
+  return browser;
+}
+
+let shared: Promise<Browser> | undefined;
+/**
+ * One headless browser for every test of the file that calls it (launched at the first call, closed when the
+ * file's tests are done): for files with several browser tests. Each test makes its own contexts (they share
+ * no cookie or storage) and closes them when it ends.
+ */
+export function fileChromium(): Promise<Browser> {
+  if (!shared) {
+    shared = launch();
+    tap.teardown(async () => (await shared!).close());
+  }
+  return shared;
+}
+
+function launch(): Promise<Browser> {
+  return chromium.launch({
     executablePath: CHROMIUM,
     args: [
       '--headless',
@@ -31,8 +52,6 @@ export async function launchChromium(t: TapLike): Promise<Browser> {
     ],
     timeout: 90000,
   });
-  t.teardown(() => browser.close());
-  return browser;
 }
 
 /** A relying party's callback: answers 200 "callback ok" and records each query it receives. */

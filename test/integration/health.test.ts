@@ -1,8 +1,14 @@
 import t from 'tap';
 import { ADMIN_TOKEN, buildTestApp } from '../helpers/app.js';
+import { createTestDatabase } from '../helpers/db.js';
+
+// One database for the file's apps (each test builds its own app over it); the test that closes the database
+// has one of its own.
+const database = await createTestDatabase();
+t.teardown(() => database.dispose());
 
 t.test('healthz answers while the process is up', async (t) => {
-  const { app } = await buildTestApp(t);
+  const { app } = await buildTestApp(t, { database });
   const res = await app.inject({ method: 'GET', url: '/healthz' });
   t.equal(res.statusCode, 200);
   t.same(res.json(), { status: 'ok' });
@@ -13,7 +19,7 @@ t.test('healthz answers while the process is up', async (t) => {
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 t.test('readyz is 200 while the database answers and 503 once it is gone', async (t) => {
-  const { app, database } = await buildTestApp(t);
+  const { app, database } = await buildTestApp(t); // a database of its own: it closes it
   // Issue 31, item 6: anyone without the admin token learns ready or not, nothing else.
   const ready = await app.inject({ method: 'GET', url: '/readyz' });
   t.equal(ready.statusCode, 200);
@@ -46,7 +52,7 @@ t.test('readyz is 200 while the database answers and 503 once it is gone', async
 });
 
 t.test('without ADMIN_API_TOKEN set, nobody gets the details of readyz', async (t) => {
-  const { app } = await buildTestApp(t, { env: { ADMIN_API_TOKEN: undefined } });
+  const { app } = await buildTestApp(t, { database, env: { ADMIN_API_TOKEN: undefined } });
   const res = await app.inject({ method: 'GET', url: '/readyz', headers: admin });
   t.equal(res.statusCode, 200);
   t.same(res.json(), { status: 'ready' });
@@ -55,7 +61,7 @@ t.test('without ADMIN_API_TOKEN set, nobody gets the details of readyz', async (
 t.test('a reset request for an existing or a missing address leaves the public readyz unchanged', async (t) => {
   // The oracle of issue 31, item 6: "request a reset, then read /readyz" told whether an address has an
   // account (only an existing one is sent a mail, and the mail counters moved).
-  const { app } = await buildTestApp(t);
+  const { app } = await buildTestApp(t, { database });
   await app.services.users.create(
     { email: 'kept@example.com', password: 'kept-password-1', emailVerified: true },
     { actor: 'test' },
@@ -89,7 +95,7 @@ t.test('a reset request for an existing or a missing address leaves the public r
 });
 
 t.test('a sane incoming x-request-id is kept, a hostile one replaced', async (t) => {
-  const { app, logs } = await buildTestApp(t);
+  const { app, logs } = await buildTestApp(t, { database });
   const kept = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
   t.equal(kept.headers['x-request-id'], 'abc-123');
   const replaced = await app.inject({ method: 'GET', url: '/readyz', headers: { 'x-request-id': 'evil\nlog line' } });
@@ -99,14 +105,14 @@ t.test('a sane incoming x-request-id is kept, a hostile one replaced', async (t)
 });
 
 t.test('unknown routes get a JSON 404', async (t) => {
-  const { app } = await buildTestApp(t);
+  const { app } = await buildTestApp(t, { database });
   const res = await app.inject({ method: 'GET', url: '/nope?x=1' });
   t.equal(res.statusCode, 404);
   t.same(res.json(), { error: 'NOT_FOUND', message: 'No route GET /nope' });
 });
 
 t.test('unknown admin paths ask for the admin token before saying 404', async (t) => {
-  const { app } = await buildTestApp(t);
+  const { app } = await buildTestApp(t, { database });
   const anonymous = await app.inject({ method: 'GET', url: '/api/admin/secret-route' });
   t.equal(anonymous.statusCode, 401);
   t.equal(anonymous.json().error, 'UNAUTHORIZED');
@@ -120,13 +126,13 @@ t.test('unknown admin paths ask for the admin token before saying 404', async (t
 });
 
 t.test('every answer says nosniff; on https, Strict-Transport-Security too (ASVS 5.0 3.4.1, 3.4.4)', async (t) => {
-  const { app } = await buildTestApp(t);
+  const { app } = await buildTestApp(t, { database });
   for (const url of ['/healthz', '/api/auth/jwks', '/no-such-route']) {
     const res = await app.inject({ method: 'GET', url });
     t.equal(res.headers['x-content-type-options'], 'nosniff', url);
     t.equal(res.headers['strict-transport-security'], undefined, `${url}: no HSTS over http`);
   }
-  const secure = await buildTestApp(t, { env: { BASE_URL: 'https://idp.example.com' } });
+  const secure = await buildTestApp(t, { database, env: { BASE_URL: 'https://idp.example.com' } });
   const res = await secure.app.inject({ method: 'GET', url: '/healthz' });
   t.equal(res.headers['strict-transport-security'], 'max-age=31536000');
   t.equal(res.headers['x-content-type-options'], 'nosniff');

@@ -9,6 +9,12 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import type { FastifyInstance } from 'fastify';
 import { ADMIN_TOKEN, buildTestApp } from '../helpers/app.js';
 import type { MailStats } from '../../src/mail/mailer.js';
+import { createTestDatabase } from '../helpers/db.js';
+
+// One database for the file's apps: each test has its own app, SMTP server, users (newUser) and DATA_DIR, and
+// the mail queue and its counts live in the app.
+const database = await createTestDatabase();
+t.teardown(() => database.dispose());
 
 const GENERIC = { status: true, message: 'If this email exists in our system, check your email for the reset link' };
 const SMTP_USER = 'mail-user-x7';
@@ -99,7 +105,7 @@ const resetRequest = (app: FastifyInstance, email: string) =>
 
 t.test('a refused delivery is retried until it gets through; /readyz shows the retries', async (t) => {
   const smtp = await startFlakySmtp({ rejectFirst: 2 });
-  const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '0.05,0.05,0.05' } });
+  const { app } = await buildTestApp(t, { database, env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '0.05,0.05,0.05' } });
   const before = await readiness(app);
   t.same(
     before.body.mail,
@@ -142,6 +148,7 @@ t.test(
   async (t) => {
     const smtp = await startFlakySmtp({ rejectFirst: Infinity, auth: { user: SMTP_USER, pass: SMTP_PASS } });
     const { app, logs } = await buildTestApp(t, {
+      database,
       env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${smtp.port}`, MAIL_RETRY_DELAYS: '0.05,0.05,0.05' },
     });
     const email = await newUser(app);
@@ -188,6 +195,7 @@ t.test(
 t.test('refused authentication: lastFailure names the problem without the credentials', async (t) => {
   const smtp = await startFlakySmtp({ auth: { user: SMTP_USER, pass: SMTP_PASS }, authFails: true });
   const { app, logs } = await buildTestApp(t, {
+    database,
     env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${smtp.port}`, MAIL_RETRY_DELAYS: '0.05' },
   });
   const email = await newUser(app);
@@ -213,6 +221,7 @@ t.test('an unreachable SMTP server: given up after the retries, the response is 
     });
   });
   const { app } = await buildTestApp(t, {
+    database,
     env: { SMTP_URL: `smtp://${SMTP_USER}:${SMTP_PASS}@127.0.0.1:${port}`, MAIL_RETRY_DELAYS: '0.05,0.05' },
   });
   const email = await newUser(app);
@@ -228,7 +237,7 @@ t.test('an unreachable SMTP server: given up after the retries, the response is 
 
 t.test('MAIL_RETRY_DELAYS=none: one attempt only', async (t) => {
   const smtp = await startFlakySmtp({ rejectFirst: 1 });
-  const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: 'none' } });
+  const { app } = await buildTestApp(t, { database, env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: 'none' } });
   const email = await newUser(app);
   t.equal((await resetRequest(app, email)).statusCode, 200);
   await settle(app);
@@ -240,7 +249,7 @@ t.test('sending never holds the HTTP response: the answer comes while the SMTP s
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   const smtp = await startFlakySmtp({ gate });
-  const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '0.05' } });
+  const { app } = await buildTestApp(t, { database, env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '0.05' } });
   t.teardown(() => release());
   const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 8000).unref());
   const signUp = await Promise.race([
@@ -266,7 +275,7 @@ t.test('sending never holds the HTTP response: the answer comes while the SMTP s
 t.test('shutdown gives a waiting retry one last attempt instead of dropping it', async (t) => {
   const smtp = await startFlakySmtp({ rejectFirst: 1 });
   // A long wait before the retry: only the shutdown can make it happen within the test.
-  const { app } = await buildTestApp(t, { env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '600' } });
+  const { app } = await buildTestApp(t, { database, env: { SMTP_URL: smtp.url, MAIL_RETRY_DELAYS: '600' } });
   const email = await newUser(app);
   t.equal((await resetRequest(app, email)).statusCode, 200);
   await app.services.recovery.drain();
@@ -283,7 +292,7 @@ t.test('shutdown gives a waiting retry one last attempt instead of dropping it',
 });
 
 t.test('without SMTP_URL mails go to DATA_DIR/outbox.jsonl', async (t) => {
-  const { app, config } = await buildTestApp(t, { env: { SMTP_URL: undefined } });
+  const { app, config } = await buildTestApp(t, { database, env: { SMTP_URL: undefined } });
   const email = await newUser(app);
   const res = await resetRequest(app, email);
   t.same([res.statusCode, res.json()], [200, GENERIC]);

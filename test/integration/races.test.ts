@@ -1,8 +1,8 @@
 // Races (issue 16, part 2): N identical requests at once, many rounds, over HTTP to a real server on a
 // loopback port (one connection each), and once through app.inject. Exactly one winner each time; every
 // loser gets the spec's (or decisions.md's) error; the database holds exactly one result afterwards.
-// Rounds: IDP_TEST_RACE_ROUNDS, 25 by default (npm test), 100 in CI (.ci/run): 200 rounds of every race took
-// ~80 s on either engine on a busy 2-core machine, most of it the argon2 hashes of sign-ups and resets.
+// Rounds: IDP_TEST_RACE_ROUNDS, 25 by default (npm test and CI), 200 in npm run test:heavy: 200 rounds of every
+// race took ~80 s on either engine on a busy 2-core machine, most of it the argon2 hashes of sign-ups and resets.
 import t, { type Test } from 'tap';
 import { sql } from 'kysely';
 import { buildTestApp } from '../helpers/app.js';
