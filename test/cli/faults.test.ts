@@ -59,7 +59,7 @@ function clusterUnavailable(): string | false {
 }
 
 const CLUSTER_SKIP = clusterUnavailable();
-const PGLITE_RUN = usingPostgres ? 'runs in the PGlite run (DATABASE_URL unset): once per CI' : false;
+const PGLITE_RUN = usingPostgres ? 'runs in the PGlite run (DATABASE_URL unset): once per npm run test:heavy' : false;
 
 interface Cluster {
   url: string;

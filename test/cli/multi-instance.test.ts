@@ -31,7 +31,7 @@ const ORIGIN = 'https://spa.example.com';
 
 const PG_ONLY = usingPostgres
   ? false
-  : 'PostgreSQL only (set DATABASE_URL): the embedded database belongs to one process; CI runs it on PostgreSQL';
+  : 'PostgreSQL only (set DATABASE_URL): the embedded database belongs to one process; npm run test:heavy runs it on PostgreSQL';
 
 interface Proxy {
   url: string;
@@ -446,7 +446,7 @@ t.test(
       // Locally a missing server skips with this message; in CI (.ci/run installs it) it must run.
       (redisBinary || process.env.CI
         ? false
-        : 'no redis-server or valkey-server installed (apt-get install redis-server); CI runs it'),
+        : 'no redis-server or valkey-server installed (apt-get install redis-server); npm run test:heavy requires it'),
   },
   async (t) => {
     if (!redisBinary) throw new Error('CI must run this test: no redis-server or valkey-server (see .ci/run)');
