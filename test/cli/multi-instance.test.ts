@@ -31,7 +31,7 @@ const ORIGIN = 'https://spa.example.com';
 
 const PG_ONLY = usingPostgres
   ? false
-  : 'PostgreSQL only (set DATABASE_URL): the embedded database belongs to one process; npm run test:heavy runs it on PostgreSQL';
+  : 'PostgreSQL only (set DATABASE_URL): the embedded database belongs to one process; test:heavy runs it there';
 
 interface Proxy {
   url: string;
