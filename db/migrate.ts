@@ -1,4 +1,4 @@
-import { Migrator, sql, type MigrationResult, type Migration, type MigrationResultSet } from 'kysely';
+import { Migrator, sql, type MigrationResult, type MigrationResultSet } from 'kysely';
 import { migrationProvider, migrations } from './migrations/index.js';
 import type { Db } from './create-db.js';
 
