@@ -2,7 +2,7 @@
 // the AuthorizationCodeStore contract: no database, no HTTP. Every refusal of RFC 6749 §4.1.3 / §5.2, RFC 7636
 // §4.6 and OIDC Core §3.1.3.2, the order in which failed checks are answered, single use and replay revocation
 // (RFC 6749 §4.1.2, §10.5), and the success answer (what was issued, returned as is: the binding signs).
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type {
   AuthorizationCodeStore,
   CodeChecks,
@@ -13,6 +13,7 @@ import type {
 import { authorizationCodeGrant } from '../../src/oauth/grants/authorization-code.js';
 import type { GrantClient, IssuedTokens, TokenParams } from '../../src/oauth/grants/grant.js';
 import { OAuthError } from '../../src/oauth/errors.js';
+import { refused } from '../helpers/refused.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 
 // The public descriptions, in one place (the wording is src/oauth's; the tests check which refusal is given).
@@ -106,28 +107,6 @@ const params = (extra: Record<string, string | undefined> = {}): TokenParams => 
   redirect_uri: REDIRECT,
   ...extra,
 });
-
-/** The handler's refusal: an OAuthError with this error code and description (and its status). */
-async function refused(
-  t: Test,
-  answer: Promise<unknown>,
-  error: string,
-  description: string,
-  message: string,
-  status = 400,
-) {
-  const thrown = await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  t.ok(thrown instanceof OAuthError, `${message}: an OAuthError`);
-  const e = thrown as OAuthError;
-  t.same(
-    { error: e.error, description: e.error_description, status: e.statusCode },
-    { error, description, status },
-    message,
-  );
-}
 
 t.test('success: the issued tokens come back as recorded; the request binds client, redirect_uri, S256', async (t) => {
   const { store, calls } = fakeStore({ 'code-1': newCode({ scope: 'openid offline_access' }) });

@@ -3,7 +3,7 @@
 // row, rolled back if the work throws): no database, no HTTP. Every refusal of RFC 6749 §6 / §5.2 and of
 // rotation with reuse detection (RFC 9700 §4.14.2), the order they are answered in, the grace-window retry,
 // scope narrowing, and the success answers.
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type {
   LockedRefreshToken,
   RefreshChecks,
@@ -13,6 +13,7 @@ import type {
 import { refreshTokenGrant } from '../../src/oauth/grants/refresh-token.js';
 import type { GrantClient, IssuedTokens, TokenParams } from '../../src/oauth/grants/grant.js';
 import { OAuthError } from '../../src/oauth/errors.js';
+import { refused } from '../helpers/refused.js';
 import { hashToken } from '../../src/oauth/tokens.js';
 
 // The public descriptions, in one place (the wording is src/oauth's; the tests check which refusal is given).
@@ -182,20 +183,6 @@ const refresh = (
   extra: Record<string, string | undefined> = {},
   as: GrantClient = client,
 ) => refreshTokenGrant.handle(params(token, extra), as, fake.store);
-
-async function refused(t: Test, answer: Promise<unknown>, error: string, description: string, message: string) {
-  const thrown = await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  t.ok(thrown instanceof OAuthError, `${message}: an OAuthError`);
-  const e = thrown as OAuthError;
-  t.same(
-    { error: e.error, description: e.error_description, status: e.statusCode },
-    { error, description, status: 400 },
-    message,
-  );
-}
 
 t.test('rotation: a current token gets a new pair in one step; the grant scope is kept', async (t) => {
   const fake = fakeStore();
