@@ -246,6 +246,16 @@ t.test('mail retries, first-party origins and rate limits', async (t) => {
   ]);
 });
 
+/** The names of the variables a configuration refuses, sorted (none when it loads). */
+function names(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env, cwd);
+    return [];
+  } catch (error) {
+    return (error as ConfigError).problems.map((p) => p.name).sort();
+  }
+}
+
 t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memory per rule', async (t) => {
   const defaults = loadConfig({}, cwd);
   t.same(defaults.rateLimits.signInDelay, { firstSeconds: 1, maxSeconds: 60 });
@@ -271,14 +281,6 @@ t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memo
   t.same(custom.rateLimits.rules.RESEND_ACCOUNT, { limit: 1, windowSeconds: 60 });
   t.same(custom.rateLimits.rules.SIGN_IN_DEVICE, { limit: 20, windowSeconds: 600 });
 
-  const names = (env: Record<string, string>) => {
-    try {
-      loadConfig(env, cwd);
-      return [];
-    } catch (error) {
-      return (error as ConfigError).problems.map((p) => p.name).sort();
-    }
-  };
   t.same(
     names({ SIGN_IN_DELAY_FIRST: '10', SIGN_IN_DELAY_MAX: '5' }),
     ['SIGN_IN_DELAY_FIRST'],
@@ -295,14 +297,6 @@ t.test('issue 12: sign-in delays, device budget, mail limits, token per IP, memo
 t.test('PASSWORD_HASH_*: the argon2id cost, any in development; OWASP minimum in production', async (t) => {
   const production = { NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), BASE_URL: 'https://id.example.com' };
   const cost = (env: Record<string, string>) => loadConfig(env, cwd).passwordHash;
-  const names = (env: Record<string, string>) => {
-    try {
-      loadConfig(env, cwd);
-      return [];
-    } catch (error) {
-      return (error as ConfigError).problems.map((p) => p.name).sort();
-    }
-  };
   const cheap = { PASSWORD_HASH_MEMORY_KIB: '8', PASSWORD_HASH_ITERATIONS: '1', PASSWORD_HASH_PARALLELISM: '1' };
   t.same(cost({}), { memoryKib: 19456, iterations: 2, parallelism: 1 }, 'default: m=19456, t=2, p=1');
   t.same(cost(production), { memoryKib: 19456, iterations: 2, parallelism: 1 }, 'the same in production');
