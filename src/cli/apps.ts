@@ -163,8 +163,9 @@ function describeSecret(s: ClientSecretInfo): string[] {
 
 async function secretCommand(rest: string[], io: Io): Promise<void> {
   const [action, ...args] = rest;
+  if (action === undefined || action === '--help' || action === '-h') return io.out(APPS_HELP);
   const { values, positionals } = parse(args, action === 'rotate' ? SECRET_OPTIONS : {});
-  if (values.help || action === undefined) return io.out(APPS_HELP);
+  if (values.help) return io.out(APPS_HELP);
   checkSubcommand('apps secret', action, ['list', 'rotate', 'revoke']);
   const json = Boolean(values.json);
   let secretId: string | undefined;
