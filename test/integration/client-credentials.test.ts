@@ -117,7 +117,7 @@ t.test('a confidential client with the grant gets an access token of its own, an
 });
 
 t.test('no scope asked: no scope granted, and the answer leaves scope out', async (t) => {
-  for (const form of [{}, { scope: '' }, { scope: '  ' }]) {
+  for (const form of [{}, { scope: '' }, { scope: '  ' }] as Record<string, string>[]) {
     const res = await clientCredentials(form);
     t.equal(res.statusCode, 200, JSON.stringify(form));
     t.notOk('scope' in res.json(), 'no scope member');
