@@ -396,8 +396,7 @@ t.test('client authentication: public clients send client_id alone', async (t) =
     await token(exchangeForm(grant, { client_secret: 'secret' })),
     401,
     'invalid_client',
-    // The foundation of issue 33 names the public client's method instead of "no client secret".
-    /this client is public: send client_id alone/,
+    /public: send client_id alone/,
     'client_secret',
   );
   const basic = `Basic ${Buffer.from(`${client.clientId}:secret`).toString('base64')}`;
