@@ -214,6 +214,18 @@ t.test('a disabled application gets no token', async (t) => {
     error: 'invalid_client',
     description: 'this application is disabled',
   });
+  // After Basic authentication the 401 names the scheme (RFC 6749 §5.2).
+  await app.services.applications.update(service.clientId, { enabled: false }, ctx);
+  try {
+    refused(t, await clientCredentials(), {
+      status: 401,
+      error: 'invalid_client',
+      description: 'this application is disabled',
+      challenge: 'Basic realm="token"',
+    });
+  } finally {
+    await app.services.applications.update(service.clientId, { enabled: true }, ctx);
+  }
 });
 
 t.test('UserInfo and /api/external/me answer a client token exactly as an unknown token: 401', async (t) => {
