@@ -26,8 +26,9 @@ async function configure(clientId: string, auth: client.ClientAuth) {
   const discovered = await client.discovery(new URL(ctx.issuer), clientId, undefined, auth, {
     execute: [client.allowInsecureRequests],
   });
-  const metadata = {
-    ...discovered.serverMetadata(),
+  const { supportsPKCE: _helper, ...discoveredMetadata } = discovered.serverMetadata();
+  const metadata: client.ServerMetadata = {
+    ...discoveredMetadata,
     introspection_endpoint: `${ctx.issuer}/oauth2/introspect`,
   };
   const config = new client.Configuration(metadata, clientId, undefined, auth);
