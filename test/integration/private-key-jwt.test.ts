@@ -199,13 +199,8 @@ t.test('the audience must name this provider', async (t) => {
     /aud/,
   );
   refused(t, await refresh(await assertion(rsa, inline.clientId, { aud: undefined })), INVALID, /aud/);
-  refused(
-    t,
-    await refresh(await assertion(rsa, inline.clientId, { aud: `${ISSUER}/oauth2/revoke` })),
-    INVALID,
-    /aud/,
-    // the revocation endpoint's URL is an audience only at the revocation endpoint
-  );
+  // The revocation endpoint's URL is an audience only at the revocation endpoint.
+  refused(t, await refresh(await assertion(rsa, inline.clientId, { aud: `${ISSUER}/oauth2/revoke` })), INVALID, /aud/);
   const revoke = await post('revoke', {
     token: 'y'.repeat(43),
     client_assertion_type: JWT_BEARER,
@@ -218,6 +213,12 @@ t.test('the audience must name this provider', async (t) => {
     client_assertion: await assertion(rsa, inline.clientId),
   });
   t.equal(revokeWithToken.statusCode, 200, 'and the token endpoint URL');
+  const revokeElsewhere = await post('revoke', {
+    token: 'y'.repeat(43),
+    client_assertion_type: JWT_BEARER,
+    client_assertion: await assertion(rsa, inline.clientId, { aud: 'https://other.example/revoke' }),
+  });
+  refused(t, revokeElsewhere, INVALID, /aud/);
 });
 
 t.test('iss and sub must be the client_id', async (t) => {
