@@ -397,7 +397,9 @@ function requestFor(route: Route) {
 }
 
 // ---- Oracles.
-const STACK = /\n\s+at \S|\bat \S+ \(|node_modules|\/work\/|\.ts:\d|\.js:\d+:\d/;
+// A frame is `at name (file:line:column)`; prose such as "signs the application out at once (its tokens ...)" on
+// the account pages is not one.
+const STACK = /\n\s+at \S|\bat \S+ \([^)\s]*:\d+:\d+\)|node_modules|\/work\/|\.ts:\d|\.js:\d+:\d/;
 const INTERNAL = new RegExp(
   [
     'FST_',
