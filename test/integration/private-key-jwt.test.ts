@@ -386,3 +386,25 @@ t.test('a changed jwks_uri or jwks is used at once, never the old key set', asyn
   refused(t, await refresh(await assertion(ec, client.clientId)), INVALID);
   authenticated(t, await refresh(await assertion(ed, client.clientId)));
 });
+
+t.test('a provider on https fetches no http jwks_uri, not even on loopback', async (t) => {
+  const secure = await buildTestApp(t, { database, env: { BASE_URL: 'https://id.example.com' } });
+  const before = requests.length;
+  const res = await secure.app.inject({
+    method: 'POST',
+    url: '/api/auth/oauth2/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: 'x'.repeat(43),
+      client_assertion_type: JWT_BEARER,
+      client_assertion: await assertion(remoteA, remote.clientId, { aud: 'https://id.example.com/api/auth' }),
+    }).toString(),
+  });
+  t.equal(res.statusCode, 401);
+  t.same(res.json(), { error: 'invalid_client', error_description: INVALID });
+  t.equal(res.headers['cache-control'], 'no-store');
+  const line = secure.logs.lines.map((l) => JSON.parse(l)).findLast((l) => l.oauthError === 'invalid_client');
+  t.match(line?.detail, /jwks_uri http:\/\/127\.0\.0\.1:\d+ is not https/);
+  t.equal(requests.length, before, 'nothing was fetched');
+});
