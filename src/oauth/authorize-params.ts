@@ -38,7 +38,7 @@ export interface RequestedClaims {
 }
 
 /** The application's PKCE policy, as authorize reads it (decisions.md, Protocol). */
-export interface PkcePolicy {
+export interface AuthorizeClient {
   clientId: string;
   allowedScopes: string[];
   /** 'optional' counts only for a confidential client; anything else (or absent) is 'required'. */
@@ -110,7 +110,7 @@ const PROMPTS = new Set(['none', 'login', 'consent', 'create']);
 /** OpenID Connect Core §3.1.2.1. */
 const DISPLAYS = new Set(['page', 'popup', 'touch', 'wap']);
 
-export function parseAuthorizeParams(raw: RawParams, app: PkcePolicy, redirectUri: string): AuthorizeParams {
+export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redirectUri: string): AuthorizeParams {
   for (const name of Object.keys(raw)) {
     if (Array.isArray(raw[name])) throw parameterError(name, 'must not be repeated');
   }

@@ -2,9 +2,7 @@
 // application whose operator made PKCE optional: a request without code_challenge is allowed when it carries a
 // nonce (an OpenID Connect request), its code is sealed without a challenge, the exchange takes no verifier, and
 // a verifier sent for it is invalid_grant (RFC 9700 §4.8.2, PKCE downgrade). A challenge sent is still checked.
-// Until the confidential-client foundation is on this branch, the application's `pkce` and `clientType` are set
-// where the provider reads applications (applications.find, which authorize and the token endpoint both ask);
-// with the foundation, create the application as a confidential client with pkce 'optional' instead.
+// The optional application is a confidential client (client_secret_basic); the public one beside it is not.
 import t, { type Test } from 'tap';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildTestApp } from '../helpers/app.js';
@@ -19,21 +17,20 @@ const REDIRECT = 'https://server-side.example.com/callback';
 const PASSWORD = 'correct horse battery staple';
 
 const optional = await app.services.applications.create(
-  { clientName: 'Legacy server-side app', redirectUris: [REDIRECT], allowedScopes: ['openid', 'email'] },
+  {
+    clientName: 'Legacy server-side app',
+    redirectUris: [REDIRECT],
+    allowedScopes: ['openid', 'email'],
+    tokenEndpointAuthMethod: 'client_secret_basic',
+    pkce: 'optional',
+  },
   actor,
 );
+const basic = `Basic ${Buffer.from(`${encodeURIComponent(optional.clientId)}:${encodeURIComponent(optional.clientSecret!)}`).toString('base64')}`;
 const strict = await app.services.applications.create(
   { clientName: 'Public app', redirectUris: [REDIRECT], allowedScopes: ['openid', 'email'] },
   actor,
 );
-const find = app.services.applications.find.bind(app.services.applications);
-app.services.applications.find = async (clientId: string) => {
-  const found = await find(clientId);
-  return found && clientId === optional.clientId
-    ? Object.assign(found, { pkce: 'optional', clientType: 'confidential' })
-    : found;
-};
-
 await app.services.users.create({ email: 'legacy@example.com', password: PASSWORD, emailVerified: true }, actor);
 
 /** A signed-in browser that has consented to both applications. */
@@ -87,14 +84,22 @@ function expectTokenError(t: Test, res: LightMyRequestResponse, error: string, d
   t.same(res.json(), { error, error_description: description }, `${label}: ${error}`);
 }
 
-const exchange = (clientId: string, code: string, verifier?: string) =>
-  tokenRequest(app, {
+/** The token request: the confidential client authenticates with Basic, the public one with client_id. */
+const exchange = (clientId: string, code: string, verifier?: string) => {
+  const form = {
     grant_type: 'authorization_code',
     code,
-    client_id: clientId,
     redirect_uri: REDIRECT,
     ...(verifier !== undefined && { code_verifier: verifier }),
+  };
+  if (clientId !== optional.clientId) return tokenRequest(app, { ...form, client_id: clientId });
+  return app.inject({
+    method: 'POST',
+    url: '/api/auth/oauth2/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
+    payload: new URLSearchParams(form).toString(),
   });
+};
 
 t.test('PKCE optional: no challenge with a nonce; the code has none; the exchange takes no verifier', async (t) => {
   const jar = await signedInBrowser();
@@ -138,7 +143,7 @@ t.test('PKCE optional: no challenge with a nonce; the code has none; the exchang
   const again = answer(await authorize(optional.clientId, { code_challenge: s256Challenge(verifier) }, jar));
   t.equal((await exchange(optional.clientId, again.code!, verifier)).statusCode, 200, 'with its verifier');
 
-  // The public application next to it: PKCE required.
+  // The public application next to it: PKCE required; and it must send a verifier at the token endpoint.
   const refused = answer(await authorize(strict.clientId, { nonce: 'n-3' }, jar));
   t.equal(refused.error, 'invalid_request');
   t.equal(refused.error_description, 'code_challenge is required (PKCE)');
