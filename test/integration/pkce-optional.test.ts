@@ -26,7 +26,8 @@ const optional = await app.services.applications.create(
   },
   actor,
 );
-const basic = `Basic ${Buffer.from(`${encodeURIComponent(optional.clientId)}:${encodeURIComponent(optional.clientSecret!)}`).toString('base64')}`;
+const credentials = `${encodeURIComponent(optional.clientId)}:${encodeURIComponent(optional.clientSecret!)}`;
+const basic = `Basic ${Buffer.from(credentials).toString('base64')}`;
 const strict = await app.services.applications.create(
   { clientName: 'Public app', redirectUris: [REDIRECT], allowedScopes: ['openid', 'email'] },
   actor,
