@@ -397,7 +397,7 @@ function requestFor(route: Route) {
 }
 
 // ---- Oracles.
-// A frame is "at name (place:line:column)": prose such as "at once (its tokens ...)" on a page is not one.
+// A frame `at fn (file:line:col)` names a location; prose such as "signs it out at once (its tokens ...)" does not.
 const STACK = /\n\s+at \S|\bat \S+ \([^)\s]*:\d+:\d+\)|node_modules|\/work\/|\.ts:\d|\.js:\d+:\d/;
 const INTERNAL = new RegExp(
   [
