@@ -3,6 +3,8 @@
 // everything else (unknown, expired, revoked, used, another client's, a disabled user's or application's, a token
 // whose session ended) is `{ "active": false }` alone. Answers are no-store JSON; nothing is audited.
 import t, { type Test } from 'tap';
+import { randomUUID } from 'node:crypto';
+import * as jose from 'jose';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildTestApp } from '../helpers/app.js';
@@ -337,4 +339,46 @@ t.test('rate limited like revocation (per client and IP)', async (t) => {
   t.equal(res.json().error, 'temporarily_unavailable');
   t.match(res.headers['retry-after'], /^\d+$/);
   t.match(res.headers['cache-control'], /no-store/);
+});
+
+t.test('private_key_jwt: the caller signs an assertion whose audience may be this endpoint', async (t) => {
+  const { privateKey, publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
+  const jwk = { ...(await jose.exportJWK(publicKey)), kid: 'k1' } as { kty: string };
+  const signer = await app.services.applications.create(
+    {
+      clientName: 'Signed service',
+      redirectUris: [redirectUri],
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      grantTypes: ['client_credentials'],
+      jwks: { keys: [jwk] },
+    },
+    ctx,
+  );
+  const assertion = (aud: string) =>
+    new jose.SignJWT({ jti: randomUUID() })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(signer.clientId)
+      .setSubject(signer.clientId)
+      .setAudience(aud)
+      .setIssuedAt()
+      .setExpirationTime('1m')
+      .sign(privateKey);
+  const auth = async (aud: string) => ({
+    client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+    client_assertion: await assertion(aud),
+  });
+  const issued = await post('/api/auth/oauth2/token', {
+    grant_type: 'client_credentials',
+    ...(await auth(`${config.issuer}/oauth2/token`)),
+  });
+  t.equal(issued.statusCode, 200);
+  const token = issued.json().access_token as string;
+  const res = await introspect({ token, ...(await auth(`${config.issuer}/oauth2/introspect`)) }, {});
+  t.equal(res.json().active, true);
+  t.equal(res.json().client_id, signer.clientId);
+  refused(t, await introspect({ token, ...(await auth(`${config.issuer}/oauth2/revoke`)) }, {}), {
+    status: 401,
+    error: 'invalid_client',
+    description: 'the client assertion is invalid',
+  });
 });
