@@ -265,6 +265,17 @@ t.test("a disabled application's tokens are inactive", async (t) => {
   t.equal((await introspect({ token, ...form }, {})).json().active, true);
   await app.services.applications.update(job.clientId, { enabled: false }, ctx);
   inactive(t, await introspect({ token, ...form }, {}), 'the application is disabled');
+
+  // A user's tokens too: the SPA's access and refresh tokens, asked by the SPA itself.
+  const tokens = await spaTokens();
+  await app.services.applications.update(spa.clientId, { enabled: false }, ctx);
+  try {
+    inactive(t, await introspect({ token: tokens.access_token, client_id: spa.clientId }, {}), 'access token');
+    inactive(t, await introspect({ token: tokens.refresh_token!, client_id: spa.clientId }, {}), 'refresh token');
+  } finally {
+    await app.services.applications.update(spa.clientId, { enabled: true }, ctx);
+  }
+  t.equal((await introspect({ token: tokens.access_token, client_id: spa.clientId }, {})).json().active, true);
 });
 
 t.test('requests: token required, form bodies only, client authentication as at the token endpoint', async (t) => {
