@@ -37,8 +37,23 @@ export const TokenResponseSchema = Type.Object({
   refresh_token: Type.Optional(
     Type.String({ description: 'only when offline_access was granted; never from the cookie endpoint' }),
   ),
-  scope: Type.String(),
+  scope: Type.Optional(Type.String({ description: 'absent when a client_credentials request asked for no scope' })),
 });
+
+/** RFC 7662 §2.2: everything but `active` is absent for an inactive token. */
+export const IntrospectionSchema = Type.Object(
+  {
+    active: Type.Boolean(),
+    scope: Type.Optional(Type.String()),
+    client_id: Type.Optional(Type.String()),
+    token_type: Type.Optional(Type.Literal('Bearer', { description: 'access tokens; refresh tokens have none' })),
+    exp: Type.Optional(Type.Integer()),
+    iat: Type.Optional(Type.Integer()),
+    sub: Type.Optional(Type.String({ description: 'the user; absent for client_credentials tokens' })),
+    iss: Type.Optional(Type.String()),
+  },
+  { description: 'Token introspection response (RFC 7662 §2.2)' },
+);
 
 export const ClaimsSchema = Type.Object(
   {
@@ -76,8 +91,20 @@ export const DiscoverySchema = Type.Object(
     token_endpoint: Type.String(),
     userinfo_endpoint: Type.String(),
     jwks_uri: Type.String(),
+    revocation_endpoint: Type.Optional(Type.String()),
+    introspection_endpoint: Type.Optional(Type.String()),
+    grant_types_supported: Type.Optional(Type.Array(Type.String())),
+    token_endpoint_auth_methods_supported: Type.Optional(Type.Array(Type.String())),
+    token_endpoint_auth_signing_alg_values_supported: Type.Optional(Type.Array(Type.String())),
+    revocation_endpoint_auth_methods_supported: Type.Optional(Type.Array(Type.String())),
+    revocation_endpoint_auth_signing_alg_values_supported: Type.Optional(Type.Array(Type.String())),
+    introspection_endpoint_auth_methods_supported: Type.Optional(Type.Array(Type.String())),
+    introspection_endpoint_auth_signing_alg_values_supported: Type.Optional(Type.Array(Type.String())),
   },
-  { additionalProperties: true, description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3)' },
+  {
+    additionalProperties: true,
+    description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3), also Authorization Server Metadata (RFC 8414 §2)',
+  },
 );
 
 export const JwksSchema = Type.Object({

@@ -14,7 +14,8 @@ export interface TokenResponse {
   expires_in: number;
   id_token?: string;
   refresh_token?: string;
-  scope: string;
+  /** Absent only from a client_credentials answer that granted no scope (RFC 6749 §5.1: OPTIONAL). */
+  scope?: string;
 }
 
 /** The form body of a token request after the endpoint's checks (form-encoded, nothing repeated). */
@@ -24,15 +25,18 @@ export type TokenParams = Readonly<Record<string, string | undefined>>;
 export interface GrantClient {
   clientId: string;
   enabled: boolean;
+  /** Absent: public (src/domain/application.ts derives it from the token endpoint auth method). */
+  clientType?: 'public' | 'confidential';
 }
 
-export interface GrantHandler<Deps> {
+/** A grant handler's client and what it returns: most grants take GrantClient and return IssuedTokens. */
+export interface GrantHandler<Deps, Client extends GrantClient = GrantClient, Issued = IssuedTokens> {
   /** The grant_type value this handler answers. */
   readonly grantType: string;
   /** Parameters the grant requires besides grant_type and client_id, checked in this order. */
   readonly parameters: readonly string[];
   /** What was issued (recorded already); the binding signs the ID token and answers (TokenResponse). */
-  handle(params: TokenParams, client: GrantClient, deps: Deps): Promise<IssuedTokens>;
+  handle(params: TokenParams, client: Client, deps: Deps): Promise<Issued>;
 }
 
 /**
@@ -53,10 +57,14 @@ export interface IssuedTokens {
 }
 
 /** The required parameters of a handler, in order: the first one missing is invalid_request. */
-export function requireParameters(handler: GrantHandler<unknown>, params: TokenParams): string[] {
+export function requireParameters(
+  handler: { readonly parameters: readonly string[] },
+  params: TokenParams,
+  optional: readonly string[] = [],
+): (string | undefined)[] {
   return handler.parameters.map((name) => {
     const value = params[name];
-    if (!value) throw parameterError(name, 'is required');
-    return value;
+    if (!value && !optional.includes(name)) throw parameterError(name, 'is required');
+    return value || undefined;
   });
 }
