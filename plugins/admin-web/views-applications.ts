@@ -30,11 +30,13 @@ export function applicationList(
 <form method="get" action="${p}/applications" role="search" class="row"><label for="q">Search</label>\
 <input id="q" type="search" name="q" value="${o.q ?? ''}" placeholder="name or client id">\
 <button type="submit" class="secondary">Search</button></form>
-<div class="scroll"><table><thead><tr><th>Name</th><th>Client id</th><th>Status</th><th>Source</th></tr></thead><tbody>
-${o.items.length === 0 ? html`<tr><td colspan="4">No applications${o.q ? ' match' : ' yet'}.</td></tr>` : ''}
+<div class="scroll"><table><thead><tr><th>Name</th><th>Client id</th><th>Type</th><th>Status</th><th>Source</th></tr>\
+</thead><tbody>
+${o.items.length === 0 ? html`<tr><td colspan="5">No applications${o.q ? ' match' : ' yet'}.</td></tr>` : ''}
 ${o.items.map(
   (a) => html`<tr><td><a href="${p}/applications/${encodeURIComponent(a.clientId)}">${a.clientName}</a></td>\
 <td><code>${a.clientId}</code></td>\
+<td>${a.clientType === 'public' ? 'public' : html`server-side (<code>${a.tokenEndpointAuthMethod}</code>)`}</td>\
 <td><span class="badge ${a.enabled ? 'on' : 'off'}">${a.enabled ? 'enabled' : 'disabled'}</span></td><td>${
     a.source === 'static' ? html`static (read-only${o.staticSource ? html`, ${o.staticSource}` : ''})` : 'database'
   }</td></tr>`,

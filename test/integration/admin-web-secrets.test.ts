@@ -178,6 +178,9 @@ t.test('a server-side application: the secret on the answer to the POST, once', 
   t.match(detail.body, /<td id="pkce">optional<\/td>/);
   t.match(detail.body, /authorization_code refresh_token client_credentials/);
   t.match(detail.body, /<table id="secrets">/);
+  const list = await admin.get('/admin/applications?q=Server%20One');
+  t.match(list.body, /<th>Type<\/th>/);
+  t.match(list.body, /<td>server-side \(<code>client_secret_basic<\/code>\)<\/td>/, 'the list names the type');
   t.match(detail.body, /<td><code>cs_[A-Za-z0-9_-]+<\/code><\/td><td>\d{4}-[^<]+<\/td><td>no end date<\/td>/);
 });
 
