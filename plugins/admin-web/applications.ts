@@ -36,7 +36,7 @@ const CONFIDENTIAL_METHODS: TokenEndpointAuthMethod[] = [
 ];
 const OVERLAP_CHOICES = ['0', '3600', '86400', '604800'];
 
-/** The application's settings as the form gives them; `jwks` is the textarea's JSON, checked by jwksError. */
+/** The application's settings as the form gives them; `jwks` is the textarea's JSON, checked by emptyFieldErrors. */
 type FormInput = Omit<ApplicationCreate, 'clientId' | 'enabled'> & { jwksText: string | null };
 
 export function registerApplicationRoutes({
@@ -164,12 +164,9 @@ export function registerApplicationRoutes({
     frame: views.Frame,
     app: Application,
     clientSecret: string,
-    secretId?: string,
+    o: { justCreated: boolean; secretId?: string },
   ) {
-    return page(
-      reply,
-      views.applicationCreated(frame, { app, issuer: config.issuer, justCreated: !secretId, clientSecret, secretId }),
-    );
+    return page(reply, views.applicationCreated(frame, { app, issuer: config.issuer, clientSecret, ...o }));
   }
 
   app.post('/applications', { schema: { body: Form } }, async (request, reply) => {
@@ -190,7 +187,7 @@ export function registerApplicationRoutes({
       );
       if (created.clientSecret !== undefined) {
         const { clientSecret, ...app } = created;
-        return secretPage(reply, admin.frame, app, clientSecret);
+        return secretPage(reply, admin.frame, app, clientSecret, { justCreated: true });
       }
       return see(reply, `${adminPath}/applications/${encodeURIComponent(created.clientId)}/created`);
     } catch (error) {
@@ -270,7 +267,7 @@ export function registerApplicationRoutes({
       if (updated.clientSecret !== undefined) {
         // Made a server-side application with a secret: its first secret, shown once here.
         const { clientSecret, ...saved } = updated;
-        return secretPage(reply, admin.frame, saved, clientSecret);
+        return secretPage(reply, admin.frame, saved, clientSecret, { justCreated: false });
       }
       return see(reply, `${adminPath}${base}?done=saved`);
     } catch (error) {
@@ -323,7 +320,10 @@ export function registerApplicationRoutes({
         admin.actor,
       );
       const found = await applications.get(request.params.clientId);
-      return secretPage(reply, admin.frame, found, rotated.clientSecret, rotated.secret.id);
+      return secretPage(reply, admin.frame, found, rotated.clientSecret, {
+        justCreated: false,
+        secretId: rotated.secret.id,
+      });
     },
   );
   app.post(

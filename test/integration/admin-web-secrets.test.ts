@@ -205,6 +205,7 @@ t.test('rotate with an overlap, then revoke; the new secret only on the answer',
   const secret = secretOf(res.body)!;
   t.match(secret, /^[A-Za-z0-9_-]{43}$/);
   t.match(res.body, /it will not be shown again/);
+  t.match(res.body, /Secret id <code>cs_/);
   t.ok(await app.services.applications.verifySecret(created.clientId, secret));
   t.ok(await app.services.applications.verifySecret(created.clientId, created.clientSecret!), 'old: in its hour');
   const live = await app.services.applications.listSecrets(created.clientId);
@@ -323,6 +324,7 @@ t.test('the domain rules next to their fields, on create and edit', async (t) =>
   const secret = secretOf(saved.body)!;
   t.ok(await app.services.applications.verifySecret(clientId, secret));
   t.match(saved.body, /ClientSecretPost\(clientSecret\)/);
+  t.match(saved.body, /<h1>Integrate JWT<\/h1>/, 'an edit, not a creation');
   t.notMatch(await pagesOf(clientId), secret);
 
   const publicAgain = await admin.submit(`/admin/applications/${clientId}/edit`, `/admin/applications/${clientId}`, {
