@@ -338,6 +338,7 @@ const PARAMS: Record<string, fc.Arbitrary<string>> = {
   grantId: fc.oneof(fc.constant(grantId), urlPart),
   kid: fc.oneof(fc.constant(pct(kid)), urlPart),
   token: urlPart,
+  secretId: fc.oneof(fc.constant('cs_AAAAAAAAAAAAAAAA'), urlPart),
   '*': fc.array(urlPart, { maxLength: 3 }).map((parts) => parts.join('/')),
 };
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;
