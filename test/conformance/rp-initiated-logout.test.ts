@@ -89,13 +89,15 @@ function mustNotRedirect(t: Test, r: Awaited<ReturnType<typeof endSession>>, pag
 }
 
 t.test('oidcc-rp-initiated-logout-discovery-endpoint-verification', async (t) => {
-  // OIDCCRpInitiatedLogoutDiscoveryEndpointVerification: CheckDiscEndpointAllEndpointsAreHttps, CheckDiscEndSessionEndpoint.
+  // OIDCCRpInitiatedLogoutDiscoveryEndpointVerification: CheckDiscEndpointAllEndpointsAreHttps,
+  // CheckDiscEndSessionEndpoint.
   t.same(allEndpointsHttpsProblems(discovery), [], 'CheckDiscEndpointAllEndpointsAreHttps');
   t.same(httpsProblems(discovery, 'end_session_endpoint'), [], 'CheckDiscEndSessionEndpoint');
 });
 
 t.test('oidcc-rp-initiated-logout', async (t) => {
-  // OIDCCRpInitiatedLogout: back at the post_logout_redirect_uri with the state (CheckPostLogoutState), then logged out.
+  // OIDCCRpInitiatedLogout: back at the post_logout_redirect_uri with the state (CheckPostLogoutState), then
+  // logged out.
   const flow = await signedIn();
   const state = 'end-session-state-Kd83jf0';
   const r = await endSession(flow.browser, {
@@ -153,7 +155,8 @@ t.test('oidcc-rp-initiated-logout-no-params', async (t) => {
 });
 
 t.test('oidcc-rp-initiated-logout-no-post-logout-redirect-uri', async (t) => {
-  // OIDCCRpInitiatedLogoutNoPostLogoutRedirectUri: id_token_hint and state: logged out, a page (ExpectSuccessfulLogoutPage).
+  // OIDCCRpInitiatedLogoutNoPostLogoutRedirectUri: id_token_hint and state: logged out, a page
+  // (ExpectSuccessfulLogoutPage).
   const flow = await signedIn();
   const r = await endSession(flow.browser, { id_token_hint: flow.tokens.id_token, state: 'no-uri-state' });
   t.notOk(calledSuite(r.last), 'the suite is not called');
@@ -186,7 +189,8 @@ t.test('oidcc-rp-initiated-logout-only-state', async (t) => {
 
 t.test('oidcc-rp-initiated-logout-query-added-to-post-logout-redirect-uri', async (t) => {
   // OIDCCRpInitiatedLogoutQueryAddedToLogoutRedirectUri: the registered URI + "?foo=bar"
-  // (AddPostLogoutRedirectUriWithQueryAddedToEndSessionEndpointRequest): ExpectPostLogoutRedirectUriNotRegisteredErrorPage.
+  // (AddPostLogoutRedirectUriWithQueryAddedToEndSessionEndpointRequest):
+  // ExpectPostLogoutRedirectUriNotRegisteredErrorPage.
   const flow = await signedIn();
   const r = await endSession(flow.browser, {
     id_token_hint: flow.tokens.id_token,
