@@ -39,8 +39,43 @@ export interface ApplicationsTable {
   enabled: Generated<boolean>;
   /** The built-in writer that created the row: 'seed', 'demo', or null (0015-created-by). */
   created_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** RFC 7591 token_endpoint_auth_method (0017-confidential-clients): 'none' is a public PKCE client. */
+  token_endpoint_auth_method: Generated<string>;
+  /** 'required' or 'optional' (confidential clients only). */
+  pkce: Generated<string>;
+  grant_types: ColumnType<string[], string | undefined, string>;
+  /** private_key_jwt: the client's keys inline (a JWK Set), or */
+  jwks: ColumnType<{ keys: object[] } | null, string | null | undefined, string | null>;
+  /** where they are published. */
+  jwks_uri: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** Client secrets (0017): SHA-256 hashes of server-generated secrets; expires_at set on the old one of a rotation. */
+export interface ClientSecretsTable {
+  id: string;
+  client_id: string;
+  secret_hash: string;
+  created_at: Timestamp;
+  expires_at: Date | null;
+}
+
+/** jti values of private_key_jwt assertions seen, until the assertion expires (RFC 7523 §3 replay). */
+export interface ClientAssertionJtisTable {
+  client_id: string;
+  jti: string;
+  expires_at: Date;
+}
+
+/** client_credentials access tokens (0017): no user, no grant. */
+export interface ClientAccessTokensTable {
+  token_hash: string;
+  client_id: string;
+  scope: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  revoked_at: Date | null;
 }
 
 export interface AuditEventsTable {
@@ -240,6 +275,9 @@ export interface AdminSetupTokensTable {
 export interface Database {
   users: UsersTable;
   applications: ApplicationsTable;
+  client_secrets: ClientSecretsTable;
+  client_assertion_jtis: ClientAssertionJtisTable;
+  client_access_tokens: ClientAccessTokensTable;
   audit_events: AuditEventsTable;
   signing_keys: SigningKeysTable;
   sessions: SessionsTable;

@@ -2,7 +2,14 @@
 // (src/domain), so the CLI, the admin web and the API apply the same ones; the response schemas
 // here must describe the domain types exactly (checked at compile time below).
 import Type, { type Static } from 'typebox';
-import { ApplicationCreateSchema, ApplicationUpdateSchema, CLIENT_ID_PATTERN } from '../src/domain/application.js';
+import {
+  ApplicationCreateSchema,
+  ApplicationUpdateSchema,
+  CLIENT_ID_PATTERN,
+  GRANT_TYPES,
+  PKCE_POLICIES,
+  TOKEN_ENDPOINT_AUTH_METHODS,
+} from '../src/domain/application.js';
 import type { Application } from '../src/domain/application.js';
 import { RoleSchema, UserCreateSchema, UserUpdateSchema } from '../src/domain/user.js';
 import type { User } from '../src/domain/user.js';
@@ -25,6 +32,12 @@ export const ApplicationSchema = Type.Object({
   postVerificationRedirectPath: Type.Union([Type.String(), Type.Null()]),
   allowedScopes: Type.Array(Type.String()),
   enabled: Type.Boolean(),
+  tokenEndpointAuthMethod: Type.Enum([...TOKEN_ENDPOINT_AUTH_METHODS]),
+  clientType: Type.Union([Type.Literal('public'), Type.Literal('confidential')]),
+  pkce: Type.Enum([...PKCE_POLICIES]),
+  grantTypes: Type.Array(Type.Enum([...GRANT_TYPES])),
+  jwks: Type.Union([Type.Object({ keys: Type.Array(Type.Object({})) }), Type.Null()]),
+  jwksUri: Type.Union([Type.String(), Type.Null()]),
   source: Type.Union([Type.Literal('database'), Type.Literal('static')]),
   createdAt: Type.Union([Type.String(), Type.Null()]),
   updatedAt: Type.Union([Type.String(), Type.Null()]),

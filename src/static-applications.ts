@@ -2,6 +2,9 @@
 import { readFileSync } from 'node:fs';
 import {
   applicationProblems,
+  clientAuthProblems,
+  clientAuthSettings,
+  clientTypeOf,
   StaticApplicationSchema,
   type Application,
   type ApplicationCreate,
@@ -41,7 +44,10 @@ export function parseStaticApplications(json: unknown, file: string): Applicatio
     const at = prefix ? `${prefix}[${i}]` : `[${i}]`;
     const shape = schemaProblems(StaticApplicationSchema, entry, at);
     problems.push(...shape);
-    if (shape.length === 0) problems.push(...applicationProblems(entry as ApplicationCreate, at));
+    if (shape.length === 0) {
+      problems.push(...applicationProblems(entry as ApplicationCreate, at));
+      problems.push(...clientAuthProblems(clientAuthSettings(entry as ApplicationCreate), at, { static: true }));
+    }
     const id = (entry as { clientId?: unknown })?.clientId;
     if (typeof id === 'string') {
       if (seen.has(id)) problems.push({ field: `${at}.clientId`, message: `duplicate client id ${id}` });
@@ -62,6 +68,7 @@ export function parseStaticApplications(json: unknown, file: string): Applicatio
       postVerificationRedirectPath: a.postVerificationRedirectPath ?? null,
       allowedScopes: a.allowedScopes ?? [...DEFAULT_ALLOWED_SCOPES],
       enabled: a.enabled ?? true,
+      ...settings(entry as ApplicationCreate),
       source: 'static',
       createdAt: null,
       updatedAt: null,
@@ -94,4 +101,9 @@ export function staticApplicationsFrom(apps: Application[], source: string | und
   const byId = new Map(apps.map((a) => [a.clientId, Object.freeze(a)]));
   const sorted = [...byId.values()].sort((a, b) => (a.clientId < b.clientId ? -1 : 1));
   return { get: (id) => byId.get(id), all: () => sorted, source };
+}
+
+function settings(a: ApplicationCreate) {
+  const s = clientAuthSettings(a);
+  return { ...s, clientType: clientTypeOf(s.tokenEndpointAuthMethod) };
 }

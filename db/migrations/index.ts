@@ -16,6 +16,7 @@ import * as m0012 from './0012-sealed-codes.js';
 import * as m0013 from './0013-sign-up-requests.js';
 import * as m0015 from './0015-created-by.js';
 import * as m0016 from './0016-sign-up-browser.js';
+import * as m0017 from './0017-confidential-clients.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -33,6 +34,7 @@ export const migrations: Record<string, Migration> = {
   '0013-sign-up-requests': m0013,
   '0015-created-by': m0015,
   '0016-sign-up-browser': m0016,
+  '0017-confidential-clients': m0017,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -4,6 +4,7 @@
 // the token endpoint and the first-party cookie token endpoint both answer with.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Application } from '../../src/domain/application.js';
+import { ClientAuthError, presentedClientAuth } from '../../src/oauth/client-auth.js';
 import { OAuthError, parameterError } from '../../src/oauth/errors.js';
 import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
 import { ipKey } from '../../src/rate-limit.js';
@@ -25,7 +26,7 @@ export function setUpClientEndpoint(app: FastifyInstance, path: string) {
 }
 
 /** The form body, after the checks every client endpoint makes. */
-export function formParams(request: FastifyRequest, reply: FastifyReply): TokenParams {
+export function formParams(request: FastifyRequest, _reply: FastifyReply): TokenParams {
   if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
     throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
   }
@@ -33,24 +34,23 @@ export function formParams(request: FastifyRequest, reply: FastifyReply): TokenP
   for (const [name, value] of Object.entries(body)) {
     if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
   }
-  // Public clients authenticate with client_id alone (token_endpoint_auth_method=none). RFC 6749 §5.2:
-  // a 401 after an Authorization header names the scheme in WWW-Authenticate.
-  if (request.headers.authorization) {
-    const scheme = /^(\w+)/.exec(request.headers.authorization)?.[1] ?? 'Basic';
-    reply.header('www-authenticate', `${/^bearer$/i.test(scheme) ? 'Bearer' : 'Basic'} realm="token"`);
-    throw new OAuthError(
-      'invalid_client',
-      'this client is public: send client_id in the body and no Authorization header',
-    );
-  }
   return body as TokenParams;
 }
 
+const WRONG_METHOD = {
+  none: 'this client is public: send client_id alone, without a secret or an assertion',
+  client_secret_basic: 'this client authenticates with client_secret_basic',
+  client_secret_post: 'this client authenticates with client_secret_post',
+  private_key_jwt: 'this client authenticates with private_key_jwt',
+} as const;
+
 /**
- * Client authentication of the token endpoints (RFC 6749 §2.3; public clients: client_id alone), the
- * one lookup of the request: the client found is also the one CORS answers for. Rate limits count per
- * IP before the lookup and per client only for a known, enabled client, so made-up client_ids never
- * become rate-limit keys.
+ * Client authentication of the token, revocation and introspection endpoints (RFC 6749 §2.3, RFC 7523 §2.2): the
+ * method the request presents (src/oauth/client-auth.ts) must be the application's one, and its secret or assertion
+ * must verify. The one lookup of the request: the client found is also the one CORS answers for. Rate limits count
+ * per IP before the lookup and per client only for a known, enabled client, so made-up client_ids never become
+ * rate-limit keys; secrets are checked after the per-client limit. RFC 6749 §5.2: a 401 after an Authorization
+ * header names the scheme in WWW-Authenticate.
  */
 export async function authenticateClient(
   app: FastifyInstance,
@@ -58,15 +58,38 @@ export async function authenticateClient(
   reply: FastifyReply,
   params: TokenParams,
 ): Promise<Application> {
-  const clientId = params.client_id;
-  if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
-  await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
-  const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
-  if (!client) throw new OAuthError('invalid_client', 'unknown client', { detail: `client_id ${clientId}` });
-  request.corsClient = client;
-  if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
-  if (params.client_secret) throw new OAuthError('invalid_client', 'this client is public and has no client secret');
-  return client;
+  const authorization = request.headers.authorization;
+  try {
+    const presented = presentedClientAuth(authorization, params);
+    const clientId = presented.clientId;
+    await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
+    const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
+    if (!client) throw new OAuthError('invalid_client', 'unknown client', { detail: `client_id ${clientId}` });
+    request.corsClient = client;
+    if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
+    if (presented.method !== client.tokenEndpointAuthMethod) {
+      throw new OAuthError('invalid_client', WRONG_METHOD[client.tokenEndpointAuthMethod], {
+        detail: `client ${client.clientId} presented ${presented.method}`,
+      });
+    }
+    if (presented.method === 'client_secret_basic' || presented.method === 'client_secret_post') {
+      if (!(await app.services.applications.verifySecret(client.clientId, presented.secret))) {
+        throw new OAuthError('invalid_client', 'client authentication failed', {
+          detail: `client ${client.clientId}: no live secret matches`,
+        });
+      }
+    } else if (presented.method === 'private_key_jwt') {
+      // Verified by the client-assertion service (RFC 7523 §3); until it exists no assertion is accepted.
+      throw new OAuthError('invalid_client', 'the client assertion is invalid', { detail: 'not verified yet' });
+    }
+    return client;
+  } catch (error) {
+    if (authorization !== undefined && error instanceof OAuthError && error.error === 'invalid_client') {
+      const scheme = error instanceof ClientAuthError && error.scheme === 'Bearer' ? 'Bearer' : 'Basic';
+      reply.header('www-authenticate', `${scheme} realm="token"`);
+    }
+    throw error;
+  }
 }
 
 /** A token request (RFC 6749 §3.2): the grant_type's handler answers for the authenticated client. */
@@ -84,5 +107,10 @@ export async function tokenRequest(
     throw new OAuthError('unsupported_grant_type', 'the grant_type is not supported', {
       detail: `grant_type ${grantType}`,
     });
+  if (!(client.grantTypes as string[]).includes(grantType)) {
+    throw new OAuthError('unauthorized_client', 'this client may not use this grant type', {
+      detail: `client ${client.clientId} grant_type ${grantType}`,
+    });
+  }
   return grant(params, client);
 }

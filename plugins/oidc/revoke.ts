@@ -1,10 +1,10 @@
-// POST /api/auth/oauth2/revoke (RFC 7009): public clients send client_id; unknown tokens and tokens of
-// other clients are answered 200 like any other (nothing to learn from the answer). A refresh token
-// revokes its whole family and the access tokens issued from it.
+// POST /api/auth/oauth2/revoke (RFC 7009): the client authenticates as at the token endpoint (public clients send
+// client_id alone); unknown tokens and tokens of other clients are answered 200 like any other (nothing to learn
+// from the answer). A refresh token revokes its whole family and the access tokens issued from it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { hashToken } from '../../src/oauth/tokens.js';
-import { formParams, setUpClientEndpoint } from './client-endpoint.js';
+import { authenticateClient, formParams, setUpClientEndpoint } from './client-endpoint.js';
 import { Empty, OAuthErrorSchema, OAuthParamsSchema } from '../../schemas/oauth.js';
 
 const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
@@ -24,11 +24,8 @@ const revokePlugin: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const body = formParams(request, reply);
-      const clientId = body.client_id as string | undefined;
+      const client = await authenticateClient(app, request, reply, body);
       const token = body.token as string | undefined;
-      if (!clientId) throw new OAuthError('invalid_request', 'client_id is required');
-      const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
-      if (!client) throw new OAuthError('invalid_client', 'unknown client');
       if (!token) throw new OAuthError('invalid_request', 'token is required');
       if (token.length <= 256) {
         await app.services.tokens.revoke(

@@ -29,6 +29,20 @@ export interface Application {
   postVerificationRedirectPath: string | null;
   allowedScopes: string[];
   enabled: boolean;
+  /**
+   * How the client authenticates at the token, revocation and introspection endpoints (RFC 7591 §2). 'none': a
+   * public PKCE client (the default); the others make a confidential client ("server-side application").
+   */
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /** Derived from tokenEndpointAuthMethod: 'none' is public, every other method confidential. */
+  clientType: 'public' | 'confidential';
+  /** PKCE on the authorization code flow: always 'required' for public clients; 'optional' is an operator's choice. */
+  pkce: PkcePolicy;
+  /** The grants the token endpoint accepts from it; client_credentials only for confidential clients. */
+  grantTypes: GrantType[];
+  /** private_key_jwt: the client's public keys (a JWK Set), or the https URL where it publishes them. */
+  jwks: { keys: object[] } | null;
+  jwksUri: string | null;
   /** database: managed through the admin API, web or CLI; static: read-only, from the static file. */
   source: 'database' | 'static';
   /** null for static applications. */
@@ -36,7 +50,37 @@ export interface Application {
   updatedAt: string | null;
 }
 
+export const TOKEN_ENDPOINT_AUTH_METHODS = [
+  'none',
+  'client_secret_basic',
+  'client_secret_post',
+  'private_key_jwt',
+] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+/** The methods that authenticate with a secret the server generated (shown once, stored hashed). */
+export const SECRET_METHODS: readonly TokenEndpointAuthMethod[] = ['client_secret_basic', 'client_secret_post'];
+export const PKCE_POLICIES = ['required', 'optional'] as const;
+export type PkcePolicy = (typeof PKCE_POLICIES)[number];
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+export const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
+
+export const clientTypeOf = (method: TokenEndpointAuthMethod): 'public' | 'confidential' =>
+  method === 'none' ? 'public' : 'confidential';
+
 const ScopeName = Type.Enum([...SCOPE_NAMES]);
+/** A JWK Set of public keys (RFC 7517 §5); each key is checked by confidentialProblems. */
+const JwksSchema = Type.Object(
+  { keys: Type.Array(Type.Object({ kty: Type.String({ maxLength: 16 }) }), { minItems: 1, maxItems: 10 }) },
+  { additionalProperties: false },
+);
+const ClientAuthFields = {
+  tokenEndpointAuthMethod: Type.Optional(Type.Enum([...TOKEN_ENDPOINT_AUTH_METHODS])),
+  pkce: Type.Optional(Type.Enum([...PKCE_POLICIES])),
+  grantTypes: Type.Optional(Type.Array(Type.Enum([...GRANT_TYPES]), { minItems: 1, uniqueItems: true })),
+  jwks: Type.Optional(Type.Union([JwksSchema, Type.Null()])),
+  jwksUri: Type.Optional(Nullable(Text(2048))),
+};
 const UrlList = Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { maxItems: 100 });
 
 export const ApplicationCreateSchema = Type.Object(
@@ -51,6 +95,7 @@ export const ApplicationCreateSchema = Type.Object(
     postVerificationRedirectPath: Type.Optional(Nullable(Text(1024))),
     allowedScopes: Type.Optional(Type.Array(ScopeName, { minItems: 1, uniqueItems: true })),
     enabled: Type.Optional(Type.Boolean()),
+    ...ClientAuthFields,
   },
   { additionalProperties: false },
 );
@@ -69,6 +114,7 @@ export const ApplicationUpdateSchema = Type.Object(
     postVerificationRedirectPath: Type.Optional(Nullable(Text(1024))),
     allowedScopes: Type.Optional(Type.Array(ScopeName, { minItems: 1, uniqueItems: true })),
     enabled: Type.Optional(Type.Boolean()),
+    ...ClientAuthFields,
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -127,5 +173,88 @@ export function applicationProblems(
   if (input.allowedScopes && !input.allowedScopes.includes('openid')) {
     problems.push({ field: at('allowedScopes'), message: 'must include openid (this is an OpenID Connect provider)' });
   }
+  return problems;
+}
+
+/** The client-authentication settings of an application, as they are after a create or an update. */
+export interface ClientAuthSettings {
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  pkce: PkcePolicy;
+  grantTypes: GrantType[];
+  jwks: { keys: object[] } | null;
+  jwksUri: string | null;
+}
+
+/** The settings a create body asks for, with the defaults: a public PKCE client. */
+export function clientAuthSettings(
+  input: Partial<ApplicationCreate>,
+  current?: ClientAuthSettings,
+): ClientAuthSettings {
+  return {
+    tokenEndpointAuthMethod: input.tokenEndpointAuthMethod ?? current?.tokenEndpointAuthMethod ?? 'none',
+    pkce: input.pkce ?? current?.pkce ?? 'required',
+    grantTypes: input.grantTypes ?? current?.grantTypes ?? [...DEFAULT_GRANT_TYPES],
+    jwks: input.jwks !== undefined ? input.jwks : (current?.jwks ?? null),
+    jwksUri: input.jwksUri !== undefined ? input.jwksUri : (current?.jwksUri ?? null),
+  };
+}
+
+const PRIVATE_KEY_PARTS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'];
+
+/**
+ * The rules of client authentication, over the settings as they will be (decisions.md "Protocol"): a public client
+ * always uses PKCE and never client_credentials; private_key_jwt needs exactly one of jwks and jwksUri, and only it
+ * may have them; keys are public keys (no private or symmetric parts) of a type jose verifies.
+ * `options.static`: the static applications file cannot hold a secret (secrets are generated and stored hashed).
+ */
+export function clientAuthProblems(
+  settings: ClientAuthSettings,
+  prefix = '',
+  options: { static?: boolean } = {},
+): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const at = (field: string) => (prefix ? `${prefix}.${field}` : field);
+  const method = settings.tokenEndpointAuthMethod;
+  if (options.static && SECRET_METHODS.includes(method)) {
+    problems.push({
+      field: at('tokenEndpointAuthMethod'),
+      message: 'a static application cannot have a client secret; use private_key_jwt, or create it with SEED_FILE',
+    });
+  }
+  if (method === 'none' && settings.pkce !== 'required') {
+    problems.push({
+      field: at('pkce'),
+      message: 'a public client (tokenEndpointAuthMethod none) always requires PKCE',
+    });
+  }
+  if (method === 'none' && settings.grantTypes.includes('client_credentials')) {
+    problems.push({ field: at('grantTypes'), message: 'client_credentials needs a confidential client' });
+  }
+  if (!settings.grantTypes.includes('authorization_code') && settings.grantTypes.includes('refresh_token')) {
+    problems.push({ field: at('grantTypes'), message: 'refresh_token needs authorization_code' });
+  }
+  if (method === 'private_key_jwt') {
+    if ((settings.jwks === null) === (settings.jwksUri === null)) {
+      problems.push({ field: at('jwks'), message: 'private_key_jwt needs exactly one of jwks and jwksUri' });
+    }
+  } else {
+    if (settings.jwks !== null) problems.push({ field: at('jwks'), message: 'only private_key_jwt clients have keys' });
+    if (settings.jwksUri !== null) {
+      problems.push({ field: at('jwksUri'), message: 'only private_key_jwt clients have keys' });
+    }
+  }
+  if (settings.jwksUri !== null) {
+    const problem = webUrlProblem(settings.jwksUri);
+    if (problem) problems.push({ field: at('jwksUri'), message: problem });
+  }
+  settings.jwks?.keys.forEach((key, i) => {
+    const k = key as Record<string, unknown>;
+    if (!['RSA', 'EC', 'OKP'].includes(String(k.kty))) {
+      problems.push({ field: at(`jwks.keys.${i}.kty`), message: 'must be RSA, EC or OKP (public keys)' });
+    }
+    if (PRIVATE_KEY_PARTS.some((part) => part in k)) {
+      problems.push({ field: at(`jwks.keys.${i}`), message: 'must be a public key: it has private key parts' });
+    }
+  });
   return problems;
 }

@@ -61,6 +61,8 @@ export const OAUTH_PARAMETERS = [
   'display',
   'claims',
   'acr_values',
+  'client_assertion',
+  'client_assertion_type',
 ] as const;
 export type OAuthParameter = (typeof OAUTH_PARAMETERS)[number];
 
@@ -113,13 +115,22 @@ export const ERROR_DESCRIPTIONS = {
     'unknown client_id',
     'post_logout_redirect_uri needs client_id or id_token_hint',
     'post_logout_redirect_uri is not registered for this client',
+    // client authentication (RFC 6749 §2.3, RFC 7523 §2.2)
+    'client authentication must use one method only (RFC 6749 section 2.3)',
+    'client_id does not match the client authentication',
+    'client_assertion_type must be urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
   ],
   invalid_client: [
     'unknown client',
     'unknown client_id',
     'this application is disabled',
-    'this client is public and has no client secret',
-    'this client is public: send client_id in the body and no Authorization header',
+    'client authentication failed',
+    'the Authorization header is not valid Basic client authentication',
+    'this client authenticates with client_secret_basic',
+    'this client authenticates with client_secret_post',
+    'this client authenticates with private_key_jwt',
+    'this client is public: send client_id alone, without a secret or an assertion',
+    'the client assertion is invalid',
   ],
   invalid_grant: [
     'the authorization code is invalid, expired or already used',
@@ -135,7 +146,7 @@ export const ERROR_DESCRIPTIONS = {
     'the application is disabled',
     'there is no refresh cookie; sign in again',
   ],
-  unauthorized_client: [],
+  unauthorized_client: ['this client may not use this grant type'],
   unsupported_grant_type: ['the grant_type is not supported'],
   unsupported_response_type: ['only response_type=code is supported'],
   invalid_scope: [

@@ -3,17 +3,24 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/create-db.js';
 import * as repo from '../../db/repositories/applications.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
+import * as secrets from '../../db/repositories/client-secrets.js';
 import {
   ApplicationCreateSchema,
   ApplicationUpdateSchema,
   applicationProblems,
+  clientAuthProblems,
+  clientAuthSettings,
   DEMO_CLIENT_ID,
+  SECRET_METHODS,
   type Application,
   type ApplicationCreate,
   type ApplicationUpdate,
+  type ClientAuthSettings,
 } from '../domain/application.js';
 import { AppError, conflict, notFound, validationError } from '../errors.js';
 import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
+import { generateToken, hashToken } from '../oauth/tokens.js';
+import { randomString } from '../random.js';
 import { assertSchema } from '../validate.js';
 import { isUniqueViolation } from './db-errors.js';
 import { toApplication } from './rows.js';
@@ -51,6 +58,38 @@ const UNKNOWN_CACHE_SECONDS = 5;
 /** Entries kept at most (unknown ids come from requests): past it the oldest go first. */
 const CACHE_MAX_ENTRIES = 10_000;
 
+/** A client secret as the admin surfaces show it: never the secret or its hash. */
+export interface ClientSecretInfo {
+  id: string;
+  createdAt: string;
+  /** null: no end date (the current secret); set: the old secret of a rotation, live until then. */
+  expiresAt: string | null;
+}
+
+/** An application as its creation or an update answers: the new client secret, when one was made, shown once. */
+export type ApplicationWithSecret = Application & { clientSecret?: string };
+
+/** How long the old secret stays valid after a rotation, unless the operator says otherwise. */
+export const DEFAULT_SECRET_OVERLAP_SECONDS = 24 * 3600;
+export const MAX_SECRET_OVERLAP_SECONDS = 30 * 24 * 3600;
+
+/** 256 bits from the CSPRNG (43 base64url characters): what the server generates. */
+export const generateClientSecret = (): string => generateToken();
+
+/** A secret an operator supplies (SEED_FILE from the environment): long enough and printable. */
+export function clientSecretProblem(secret: string): string | undefined {
+  if (secret.length < 32) return 'must be at least 32 characters (generate one: openssl rand -base64 32)';
+  if (secret.length > 256) return 'must be at most 256 characters';
+  if (!/^[\x21-\x7e]+$/.test(secret)) return 'must be printable ASCII without spaces';
+  return undefined;
+}
+
+const toSecretInfo = (row: secrets.ClientSecretRow): ClientSecretInfo => ({
+  id: row.id,
+  createdAt: new Date(row.created_at).toISOString(),
+  expiresAt: row.expires_at ? new Date(row.expires_at).toISOString() : null,
+});
+
 export interface Page<T> {
   items: T[];
   nextCursor?: string;
@@ -67,6 +106,16 @@ function decodeCursor(cursor: string | undefined): string | undefined {
   const value = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!value) throw validationError([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
   return value;
+}
+
+function settingsColumns(settings: ClientAuthSettings) {
+  return {
+    token_endpoint_auth_method: settings.tokenEndpointAuthMethod,
+    pkce: settings.pkce,
+    grant_types: JSON.stringify(settings.grantTypes),
+    jwks: settings.jwks === null ? null : JSON.stringify(settings.jwks),
+    jwks_uri: settings.jwksUri,
+  };
 }
 
 export function createApplicationService(deps: ApplicationServiceDeps) {
@@ -151,13 +200,25 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
   async function create(
     input: ApplicationCreate,
     context: ActorContext,
-    options: { createdBy?: CreatedBy } = {},
-  ): Promise<Application> {
+    options: { createdBy?: CreatedBy; clientSecret?: string | undefined } = {},
+  ): Promise<ApplicationWithSecret> {
     assertSchema(ApplicationCreateSchema, input);
-    const problems = applicationProblems(input, '', {
-      ...(options.createdBy === 'demo' && { reservedClientId: DEMO_CLIENT_ID }),
-    });
+    const settings = clientAuthSettings(input);
+    const problems = [
+      ...applicationProblems(input, '', {
+        ...(options.createdBy === 'demo' && { reservedClientId: DEMO_CLIENT_ID }),
+      }),
+      ...clientAuthProblems(settings),
+    ];
+    const hasSecret = SECRET_METHODS.includes(settings.tokenEndpointAuthMethod);
+    if (options.clientSecret !== undefined) {
+      const problem = hasSecret
+        ? clientSecretProblem(options.clientSecret)
+        : 'only client_secret_basic and client_secret_post applications have a client secret';
+      if (problem) problems.push({ field: 'clientSecret', message: problem });
+    }
     if (problems.length) throw validationError(problems);
+    const clientSecret = hasSecret ? (options.clientSecret ?? generateClientSecret()) : undefined;
     const clientId = input.clientId ?? generateClientId();
     if (staticApplications.get(clientId)) {
       throw conflict('CLIENT_ID_TAKEN', `Client id ${clientId} is used by a static application`);
@@ -176,6 +237,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
           enabled: input.enabled ?? true,
           created_by: options.createdBy ?? null,
+          ...settingsColumns(settings),
         });
         await repo.notifyApplicationsChanged(trx, clientId);
         await appendAuditEvent(trx, {
@@ -183,12 +245,13 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           actor: context.actor,
           ip: context.ip,
           clientId,
-          detail: { clientName: input.clientName },
+          detail: { clientName: input.clientName, tokenEndpointAuthMethod: settings.tokenEndpointAuthMethod },
         });
+        if (clientSecret !== undefined) await addSecret(trx, clientId, clientSecret, context, 'created');
         return toApplication(row);
       });
       changed(clientId);
-      return app;
+      return clientSecret === undefined ? app : { ...app, clientSecret };
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict('CLIENT_ID_TAKEN', `Client id ${clientId} is already taken`);
       throw error;
@@ -201,13 +264,39 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     input: ApplicationUpdate,
     context: ActorContext,
     options: { createdBy?: CreatedBy } = {},
-  ): Promise<Application> {
+  ): Promise<ApplicationWithSecret> {
     assertSchema(ApplicationUpdateSchema, input);
     if (staticApplications.get(clientId)) throw readOnly(clientId);
     const problems = applicationProblems(input);
     if (problems.length) throw validationError(problems);
+    let clientSecret: string | undefined;
     const app = await db.transaction().execute(async (trx) => {
+      // The client-authentication rules hold over the settings as they will be: read (and lock) the current ones.
+      const current = await repo.findApplicationRowForUpdate(trx, clientId);
+      if (!current) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+      const before = toApplication(current);
+      const settings = clientAuthSettings(input, before);
+      const authProblems = clientAuthProblems(settings);
+      if (authProblems.length) throw validationError(authProblems);
+      const hadSecret = SECRET_METHODS.includes(before.tokenEndpointAuthMethod);
+      const hasSecret = SECRET_METHODS.includes(settings.tokenEndpointAuthMethod);
+      if (hadSecret && !hasSecret) {
+        // No longer a secret client: its secrets die with the method.
+        if ((await secrets.deleteClientSecrets(trx, clientId)) > 0) {
+          await appendAuditEvent(trx, {
+            type: 'application.secret_revoked',
+            actor: context.actor,
+            ip: context.ip,
+            clientId,
+            detail: { reason: `tokenEndpointAuthMethod changed to ${settings.tokenEndpointAuthMethod}` },
+          });
+        }
+      } else if (!hadSecret && hasSecret) {
+        clientSecret = generateClientSecret();
+        await addSecret(trx, clientId, clientSecret, context, 'created');
+      }
       const row = await repo.updateApplicationRow(trx, clientId, {
+        ...settingsColumns(settings),
         ...(input.clientName !== undefined && { name: input.clientName }),
         ...(input.clientDescription !== undefined && { description: input.clientDescription }),
         ...(input.clientLogoUrl !== undefined && { logo_url: input.clientLogoUrl }),
@@ -235,7 +324,106 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
       return toApplication(row);
     });
     changed(clientId);
+    return clientSecret === undefined ? app : { ...app, clientSecret };
+  }
+
+  /** Records a new secret (its hash) in the transaction, with its audit event. */
+  async function addSecret(
+    trx: Db,
+    clientId: string,
+    secret: string,
+    context: ActorContext,
+    how: 'created' | 'rotated',
+    extra: Record<string, unknown> = {},
+  ): Promise<ClientSecretInfo> {
+    const row = await secrets.insertClientSecret(trx, {
+      id: `cs_${randomString(12, 'base64url')}`,
+      client_id: clientId,
+      secret_hash: hashToken(secret),
+    });
+    await appendAuditEvent(trx, {
+      type: `application.secret_${how}`,
+      actor: context.actor,
+      ip: context.ip,
+      clientId,
+      detail: { secretId: row.id, ...extra },
+    });
+    return toSecretInfo(row);
+  }
+
+  /** A secret client's application (locked for the transaction), or the error that says why not. */
+  async function lockSecretClient(trx: Db, clientId: string): Promise<Application> {
+    if (staticApplications.get(clientId)) throw readOnly(clientId);
+    const row = await repo.findApplicationRowForUpdate(trx, clientId);
+    if (!row) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
+    const app = toApplication(row);
+    if (!SECRET_METHODS.includes(app.tokenEndpointAuthMethod)) {
+      throw conflict(
+        'NO_CLIENT_SECRET',
+        `Application ${clientId} authenticates with ${app.tokenEndpointAuthMethod}: it has no client secret`,
+      );
+    }
     return app;
+  }
+
+  /**
+   * A new secret; the current one stays valid for `overlapSeconds` (default 24 h, 0: ends now), and a secret that
+   * was already ending goes now: at most two are live. `secret`: supplied by a trusted caller (the seed, from the
+   * environment); otherwise generated. The new secret is returned once and stored only as a hash.
+   */
+  async function rotateSecret(
+    clientId: string,
+    options: { overlapSeconds?: number | undefined; secret?: string | undefined },
+    context: ActorContext,
+  ): Promise<{ clientSecret: string; secret: ClientSecretInfo }> {
+    const overlap = options.overlapSeconds ?? DEFAULT_SECRET_OVERLAP_SECONDS;
+    if (!Number.isInteger(overlap) || overlap < 0 || overlap > MAX_SECRET_OVERLAP_SECONDS) {
+      throw validationError([
+        { field: 'overlapSeconds', message: `must be an integer from 0 to ${MAX_SECRET_OVERLAP_SECONDS}` },
+      ]);
+    }
+    if (options.secret !== undefined) {
+      const problem = clientSecretProblem(options.secret);
+      if (problem) throw validationError([{ field: 'clientSecret', message: problem }]);
+    }
+    const clientSecret = options.secret ?? generateClientSecret();
+    const secret = await db.transaction().execute(async (trx) => {
+      await lockSecretClient(trx, clientId);
+      const endsAt = await secrets.retireClientSecrets(trx, clientId, overlap);
+      return addSecret(trx, clientId, clientSecret, context, 'rotated', {
+        previousEndsAt: endsAt?.toISOString() ?? null,
+      });
+    });
+    return { clientSecret, secret };
+  }
+
+  /** Ends one secret at once (a leaked one). */
+  async function revokeSecret(clientId: string, secretId: string, context: ActorContext): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      await lockSecretClient(trx, clientId);
+      if (!(await secrets.deleteClientSecret(trx, clientId, secretId))) {
+        throw notFound('NOT_FOUND', `Application ${clientId} has no secret ${secretId}`);
+      }
+      await appendAuditEvent(trx, {
+        type: 'application.secret_revoked',
+        actor: context.actor,
+        ip: context.ip,
+        clientId,
+        detail: { secretId },
+      });
+    });
+  }
+
+  /** The live secrets (ids and dates only). */
+  async function listSecrets(clientId: string): Promise<ClientSecretInfo[]> {
+    await get(clientId);
+    return (await secrets.listLiveClientSecrets(db, clientId)).map(toSecretInfo);
+  }
+
+  /** Whether `secret` is a live secret of this application (a hash lookup: the secret has 256 bits). */
+  async function verifySecret(clientId: string, secret: string): Promise<boolean> {
+    if (secret.length > 256) return false;
+    return (await secrets.findLiveClientSecret(db, clientId, hashToken(secret))) !== undefined;
   }
 
   async function remove(clientId: string, context: ActorContext): Promise<void> {
@@ -283,6 +471,10 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
     update,
     setEnabled: (clientId: string, enabled: boolean, context: ActorContext) => update(clientId, { enabled }, context),
     remove,
+    rotateSecret,
+    revokeSecret,
+    listSecrets,
+    verifySecret,
   };
 }
 

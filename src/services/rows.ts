@@ -2,7 +2,13 @@
 // columns (password_hash, token_hash) stop here.
 import type { AccountUserColumns } from '../../db/repositories/sessions.js';
 import type { ApplicationRow, SessionRow, UserRow } from '../../db/tables.js';
-import type { Application } from '../domain/application.js';
+import {
+  type Application,
+  clientTypeOf,
+  type GrantType,
+  type PkcePolicy,
+  type TokenEndpointAuthMethod,
+} from '../domain/application.js';
 import type { Session } from '../domain/session.js';
 import type { AccountUser, User } from '../domain/user.js';
 
@@ -58,6 +64,12 @@ export function toApplication(row: ApplicationRow): Application {
     postVerificationRedirectPath: row.post_verification_redirect_path,
     allowedScopes: row.allowed_scopes,
     enabled: row.enabled,
+    tokenEndpointAuthMethod: row.token_endpoint_auth_method as TokenEndpointAuthMethod,
+    clientType: clientTypeOf(row.token_endpoint_auth_method as TokenEndpointAuthMethod),
+    pkce: row.pkce as PkcePolicy,
+    grantTypes: row.grant_types as GrantType[],
+    jwks: row.jwks,
+    jwksUri: row.jwks_uri,
     source: 'database',
     createdAt: new Date(row.created_at).toISOString(),
     updatedAt: new Date(row.updated_at).toISOString(),

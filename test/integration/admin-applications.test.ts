@@ -5,6 +5,16 @@ import { adminHeaders, ADMIN_TOKEN, buildTestApp } from '../helpers/app.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
 import { parseStaticApplications, staticApplicationsFrom } from '../../src/static-applications.js';
 
+/** What every application is unless it is made confidential: a public PKCE client (issue 33). */
+const PUBLIC_CLIENT = {
+  tokenEndpointAuthMethod: 'none',
+  clientType: 'public',
+  pkce: 'required',
+  grantTypes: ['authorization_code', 'refresh_token'],
+  jwks: null,
+  jwksUri: null,
+};
+
 // One app (and one database) for the whole file; every subtest makes the data it needs under its own ids.
 const { app, database } = await buildTestApp(t);
 
@@ -181,6 +191,7 @@ t.test('creating applications', async (t) => {
       postVerificationRedirectPath: null,
       allowedScopes: DEFAULT_SCOPES,
       enabled: true,
+      ...PUBLIC_CLIENT,
       source: 'database',
       createdAt: body.createdAt,
       updatedAt: body.updatedAt,
@@ -214,7 +225,13 @@ t.test('creating applications', async (t) => {
     const res = await admin({ method: 'POST', url: BASE, payload });
     t.equal(res.statusCode, 201);
     const body = res.json();
-    t.same(body, { ...payload, source: 'database', createdAt: body.createdAt, updatedAt: body.updatedAt });
+    t.same(body, {
+      ...payload,
+      ...PUBLIC_CLIENT,
+      source: 'database',
+      createdAt: body.createdAt,
+      updatedAt: body.updatedAt,
+    });
     t.match(body.createdAt, ISO);
     t.equal(res.headers.location, `${BASE}/${clientId}`);
 
@@ -951,7 +968,7 @@ t.test('audit trail', async (t) => {
           client_id: clientId,
           user_id: null,
           ip: '127.0.0.1',
-          detail: { clientName: 'Audited' },
+          detail: { clientName: 'Audited', tokenEndpointAuthMethod: 'none' },
         },
         {
           type: 'application.updated',
@@ -1102,6 +1119,7 @@ t.test('static applications', async (t) => {
     postVerificationRedirectPath: null,
     allowedScopes: DEFAULT_SCOPES,
     enabled: true,
+    ...PUBLIC_CLIENT,
     source: 'static',
     createdAt: null,
     updatedAt: null,
@@ -1127,6 +1145,7 @@ t.test('static applications', async (t) => {
       postVerificationRedirectPath: '/hello',
       allowedScopes: ['openid', 'permissions'],
       enabled: false,
+      ...PUBLIC_CLIENT,
       source: 'static',
       createdAt: null,
       updatedAt: null,
