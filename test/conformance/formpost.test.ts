@@ -4,8 +4,13 @@
 // (CheckCallbackHttpMethodIsPost, CheckCallbackContentTypeIsFormUrlEncoded, RejectAuthCodeInUrlQuery,
 // RejectErrorInUrlQuery): the response arrives as the fields of the page's auto-submitted POST form.
 import t from 'tap';
-import { basicModules } from './fixtures/basic-modules.js';
+import { BASIC_MODULES, basicModules } from './fixtures/basic-modules.js';
 import { setUpSuite } from './fixtures/suite.js';
 
 const suite = await setUpSuite(t);
-basicModules(t, suite, 'form_post');
+const registered = basicModules(t, suite, 'form_post');
+
+t.test('every module of the plan has its test, named by its id', async (t) => {
+  t.equal(BASIC_MODULES.length, 38);
+  t.same(registered, [...BASIC_MODULES]);
+});
