@@ -387,7 +387,7 @@ t.test('client authentication: public clients send client_id alone', async (t) =
     await token(exchangeForm(grant, { client_secret: 'secret' })),
     401,
     'invalid_client',
-    /no client secret/,
+    /public: send client_id alone/,
     'client_secret',
   );
   const basic = `Basic ${Buffer.from(`${client.clientId}:secret`).toString('base64')}`;

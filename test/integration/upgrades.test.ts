@@ -72,6 +72,10 @@ interface Fixture {
 const BACKFILLS: Record<string, (row: Row, all: Fixture[]) => unknown> = {
   'users.role': () => 'user',
   'applications.post_logout_redirect_uris': () => [],
+  // 0017-confidential-clients: every existing application stays a public PKCE client with the grants it had.
+  'applications.token_endpoint_auth_method': () => 'none',
+  'applications.pkce': () => 'required',
+  'applications.grant_types': () => ['authorization_code', 'refresh_token'],
   'email_verification_tokens.email': (row, all) =>
     all.find((f) => f.table === 'users' && f.row.id === row.user_id)!.row.email,
   // 0013-sign-up-requests: an account whose sign-up the audit trail records was self-registered.
