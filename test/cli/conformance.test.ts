@@ -1,11 +1,11 @@
 // `idp conformance-config`: the plan configuration JSON checked against the fields the conformance suite's source
 // reads (github.com/openid-certification/conformance-suite), the seed file against the URIs the suite builds, and
 // the seed file applied by `idp seed` (in-process; docs/conformance.md walks the same steps).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { cleanEnv, runInProcess } from './fixtures/run-cli.js';
+import { cleanEnv, ROOT, runInProcess } from './fixtures/run-cli.js';
 import { buildTestApp } from '../helpers/app.js';
 import { discoveryUrlProblems, issuerProblems } from '../conformance/fixtures/discovery.js';
 
@@ -162,4 +162,22 @@ t.test('the printed seed file is accepted by idp seed, secrets from the environm
   t.equal(shown.code, 0, shown.stderr);
   t.equal(JSON.parse(shown.stdout).tokenEndpointAuthMethod, 'client_secret_post');
   t.notOk(shown.stdout.includes(secrets.OIDCC_CLIENT_POST_SECRET), 'the secret is not shown');
+});
+
+t.test('docs/conformance.md shows what the command prints', async (t) => {
+  const doc = readFileSync(join(ROOT, 'docs', 'conformance.md'), 'utf8');
+  const blocks = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  const docs = { BASE_URL: 'https://idp.example.com' };
+  const args = ['--plan', 'oidcc-basic-certification-test-plan', '--alias', 'my-idp'];
+  const printed = JSON.parse((await run(args, docs)).stdout) as Json;
+  const configBlock = blocks.find((b) => b.includes('"discoveryUrl"'));
+  t.same(JSON.parse(configBlock!), printed, 'the plan configuration');
+  const seed = JSON.parse((await run([...args, '--seed'], docs)).stdout) as Json;
+  const seedBlock = JSON.parse(blocks.find((b) => b.includes('"applications"'))!) as Json;
+  t.same(seedBlock.applications[0], seed.applications[0], 'the seed file: its first client as printed');
+  t.same(
+    seedBlock.applications.map((a: Json) => a.clientId),
+    seed.applications.map((a: Json) => a.clientId),
+  );
+  t.same(seedBlock.users, seed.users, 'the seed file: its user');
 });
