@@ -119,10 +119,18 @@ export interface AuthorizationRequestParams {
   scope: string[];
   state?: string;
   nonce?: string;
-  code_challenge: string;
+  /** Absent: no PKCE (an application whose PKCE the operator made optional). */
+  code_challenge?: string;
   prompt: string[];
   max_age?: number;
   login_hint?: string;
+  /** Absent: query. */
+  response_mode?: 'form_post';
+  /** The `claims` parameter (OpenID Connect Core §5.5), parsed. */
+  claims?: {
+    userinfo?: Record<string, { essential?: boolean; value?: unknown; values?: unknown[] } | null>;
+    id_token?: Record<string, { essential?: boolean; value?: unknown; values?: unknown[] } | null>;
+  };
 }
 
 export interface AuthorizationRequestsTable {

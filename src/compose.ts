@@ -197,7 +197,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     accounts,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
-    authorization: createAuthorizationService({ db: writes, config, applications }),
+    authorization: createAuthorizationService({ db: writes, config, applications, keys }),
     grants: createGrants({ db: writes, issuer: createTokenIssuer({ config, keys, bearers }), events }),
     tokens: createTokenService({ db: writes }),
     bearers,

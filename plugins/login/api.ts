@@ -9,7 +9,7 @@ import type { Config } from '../../src/config.js';
 import { AppError } from '../../src/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
-import { continueUrl as continueAt, decisionLocation, logDecision } from '../infra/decisions.js';
+import { continueUrl as continueAt, decisionLocation, deliverUrl, logDecision } from '../infra/decisions.js';
 import { ErrorSchema } from '../../schemas/common.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
@@ -290,6 +290,11 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
         request.body.decision === 'allow',
       );
       logDecision(request.log, decision);
+      if (decision.kind === 'form_post') {
+        // response_mode=form_post: the browser gets the page that POSTs the answer at this URL (this browser only).
+        const sealed = app.services.authorization.sealDelivery(decision, app.browserBinding(request)!);
+        return { status: true as const, redirectTo: deliverUrl(config.issuer, sealed) };
+      }
       return { status: true as const, redirectTo: decisionLocation(decision, config.loginUrl) };
     },
   );

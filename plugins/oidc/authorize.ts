@@ -5,7 +5,7 @@ import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { ipKey } from '../../src/rate-limit.js';
-import type { RawParams } from '../../src/services/authorization.js';
+import { AuthorizeRenderError, EXPIRED_REQUEST, type RawParams } from '../../src/services/authorization.js';
 import { authorizeErrors } from '../infra/error-handlers.js';
 import { sendDecision } from '../infra/decisions.js';
 import { documentOnly, HtmlPage, OAuthErrorSchema, OAuthParamsSchema, Redirect } from '../../schemas/oauth.js';
@@ -49,6 +49,26 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
         throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
       }
       return handler(request.body as RawParams, request, reply);
+    },
+  );
+
+  // A form_post answer reached through the JSON consent endpoint (plugins/login/api.ts): its page, in the
+  // browser it was sealed for; anything else is the expired-request page.
+  app.get(
+    '/oauth2/authorize/deliver',
+    {
+      schema: {
+        querystring: Type.Object({ response: Type.String({ minLength: 1, maxLength: 16_000 }) }),
+        response: {
+          200: HtmlPage('the form that POSTs the response to the redirect_uri'),
+          400: AuthorizeResponses[400],
+        },
+      },
+    },
+    async (request, reply) => {
+      const decision = app.services.authorization.openDelivery(request.query.response, app.browserBinding(request));
+      if (!decision) throw new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
+      return sendDecision(reply, decision, config.loginUrl);
     },
   );
 

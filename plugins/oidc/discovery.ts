@@ -19,7 +19,7 @@ export function discoveryDocument(config: Config) {
     jwks_uri: `${issuer}/jwks`,
     scopes_supported: [...SCOPE_NAMES],
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    response_modes_supported: ['query', 'form_post'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
     subject_types_supported: ['public'],
     // RS256 is what the generated keys use (OIDC Discovery requires it); ES256/EdDSA keys come with rotation.

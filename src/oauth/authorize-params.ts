@@ -1,5 +1,10 @@
 // The authorize request's parameters after client and redirect_uri are trusted (RFC 6749 §4.1.1, RFC 7636
 // §4.3, OpenID Connect Core §3.1.2.1): pure parsing, every rule an OAuthError that authorize redirects.
+// Parameters OpenID Connect Core defines that need nothing of us are accepted and not stored: `display` (one of
+// the four values §3.1.2.1 defines, like prompt's; the pages are the same for each), `ui_locales` and
+// `claims_locales` (preferences; the pages are English), `acr_values` (we assert no `acr`: §3.1.2.1 and §15.1 ask
+// only that its use not be an error). `claims` (§5.5) is parsed and kept with the request (parseClaimsParameter);
+// `id_token_hint` is checked for length here and verified by the service (src/services/authorization.ts).
 import { OAuthError, parameterError } from './errors.js';
 import { isValidCodeChallenge } from './pkce.js';
 import { parseRequestedScope, splitScope } from './scope.js';
@@ -13,11 +18,80 @@ export interface AuthorizeParams {
   scope: string[];
   state?: string;
   nonce?: string;
-  code_challenge: string;
+  /** Absent when the application's PKCE is optional and the request sent none. */
+  code_challenge?: string;
   prompt: string[];
   max_age?: number;
   login_hint?: string;
+  /** Absent: query (the default). OAuth 2.0 Form Post Response Mode. */
+  response_mode?: 'form_post';
+  /** The `claims` parameter's members (OpenID Connect Core §5.5), as parsed. */
+  claims?: RequestedClaims;
 }
+
+/** One requested claim (§5.5.1): null, or essential / value / values. */
+export type ClaimRequest = { essential?: boolean; value?: unknown; values?: unknown[] } | null;
+/** The `claims` parameter: claims requested for UserInfo and for the ID token, by name. */
+export interface RequestedClaims {
+  userinfo?: Record<string, ClaimRequest>;
+  id_token?: Record<string, ClaimRequest>;
+}
+
+/** The application's PKCE policy, as authorize reads it (decisions.md, Protocol). */
+export interface AuthorizeClient {
+  clientId: string;
+  allowedScopes: string[];
+  /** 'optional' counts only for a confidential client; anything else (or absent) is 'required'. */
+  pkce?: 'required' | 'optional';
+  clientType?: 'public' | 'confidential';
+}
+
+/** The response mode a request asks for, read before anything else can fail (its errors go back that way). */
+export function requestedResponseMode(raw: RawParams): 'form_post' | undefined {
+  return raw.response_mode === 'form_post' ? 'form_post' : undefined;
+}
+
+const CLAIM_REQUEST_MEMBERS = new Set(['essential', 'value', 'values']);
+
+/**
+ * The `claims` parameter (OpenID Connect Core §5.5): a JSON object whose `userinfo` and `id_token` members are
+ * objects of claim name to null or { essential?, value?, values? }. Other members are ignored (§5.5: "other
+ * members MAY be present"; unknown claim names are ignored when served). Anything else is invalid_request.
+ */
+export function parseClaimsParameter(value: string): RequestedClaims {
+  const invalid = (detail: string) =>
+    new OAuthError('invalid_request', 'claims is not a valid claims request', { detail });
+  if (value.length > 4096) throw parameterError('claims', 'is too long');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw invalid('not JSON');
+  }
+  if (!isObject(parsed)) throw invalid('not an object');
+  const claims: RequestedClaims = {};
+  for (const member of ['userinfo', 'id_token'] as const) {
+    const requested = parsed[member];
+    if (requested === undefined) continue;
+    if (!isObject(requested)) throw invalid(`${member} is not an object`);
+    const out: Record<string, ClaimRequest> = {};
+    for (const [name, request] of Object.entries(requested)) {
+      if (request !== null && !isObject(request)) throw invalid(`${member}.${name} is not null or an object`);
+      if (request && 'essential' in request && typeof request.essential !== 'boolean')
+        throw invalid(`${member}.${name}.essential is not a boolean`);
+      if (request && 'values' in request && !Array.isArray(request.values))
+        throw invalid(`${member}.${name}.values is not an array`);
+      out[name] =
+        request === null
+          ? null
+          : Object.fromEntries(Object.entries(request).filter(([k]) => CLAIM_REQUEST_MEMBERS.has(k)));
+    }
+    claims[member] = out;
+  }
+  return claims;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** RFC 6749 §3.1: parameters must not be included more than once. */
 export function single(params: RawParams, name: string): string | undefined {
@@ -33,12 +107,10 @@ export function appendQuery(uri: string, values: Record<string, string | undefin
 }
 
 const PROMPTS = new Set(['none', 'login', 'consent', 'create']);
+/** OpenID Connect Core §3.1.2.1. */
+const DISPLAYS = new Set(['page', 'popup', 'touch', 'wap']);
 
-export function parseAuthorizeParams(
-  raw: RawParams,
-  app: { clientId: string; allowedScopes: string[] },
-  redirectUri: string,
-): AuthorizeParams {
+export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redirectUri: string): AuthorizeParams {
   for (const name of Object.keys(raw)) {
     if (Array.isArray(raw[name])) throw parameterError(name, 'must not be repeated');
   }
@@ -51,16 +123,25 @@ export function parseAuthorizeParams(
   if (responseType !== 'code')
     throw new OAuthError('unsupported_response_type', 'only response_type=code is supported');
   const responseMode = single(raw, 'response_mode');
-  if (responseMode !== undefined && responseMode !== 'query')
-    throw new OAuthError('invalid_request', 'only response_mode=query is supported');
+  if (responseMode !== undefined && responseMode !== 'query' && responseMode !== 'form_post')
+    throw new OAuthError('invalid_request', 'only response_mode=query or form_post is supported');
   const scope = parseRequestedScope(single(raw, 'scope'), app.allowedScopes);
   const codeChallenge = single(raw, 'code_challenge');
   const method = single(raw, 'code_challenge_method');
-  if (!codeChallenge) throw new OAuthError('invalid_request', 'code_challenge is required (PKCE)');
-  if (!method) throw new OAuthError('invalid_request', 'code_challenge_method is required and must be S256');
-  if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
-  if (!isValidCodeChallenge(codeChallenge))
-    throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters');
+  // PKCE: always for a public client; a confidential client whose operator made it optional may send none.
+  const pkceOptional = app.pkce === 'optional' && app.clientType === 'confidential';
+  if (codeChallenge !== undefined || method !== undefined || !pkceOptional) {
+    if (!codeChallenge) throw new OAuthError('invalid_request', 'code_challenge is required (PKCE)');
+    if (!method) throw new OAuthError('invalid_request', 'code_challenge_method is required and must be S256');
+    if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
+    if (!isValidCodeChallenge(codeChallenge))
+      throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters');
+  }
+  const display = single(raw, 'display');
+  if (display !== undefined && !DISPLAYS.has(display))
+    throw new OAuthError('invalid_request', 'display has a value that is not supported', {
+      detail: `display ${display.slice(0, 100)}`,
+    });
   const prompt = splitScope(single(raw, 'prompt') ?? '');
   const unknownPrompt = prompt.filter((p) => !PROMPTS.has(p));
   if (unknownPrompt.length)
@@ -79,22 +160,35 @@ export function parseAuthorizeParams(
   const state = single(raw, 'state');
   const nonce = single(raw, 'nonce');
   const loginHint = single(raw, 'login_hint');
+  const idTokenHint = single(raw, 'id_token_hint');
   for (const [name, value] of [
     ['state', state],
     ['nonce', nonce],
     ['login_hint', loginHint],
+    ['id_token_hint', idTokenHint],
+    ['ui_locales', single(raw, 'ui_locales')],
+    ['claims_locales', single(raw, 'claims_locales')],
+    ['acr_values', single(raw, 'acr_values')],
   ] as const) {
-    if (value !== undefined && value.length > 2048) throw parameterError(name, 'is too long');
+    if (value !== undefined && value.length > (name === 'id_token_hint' ? 8192 : 2048))
+      throw parameterError(name, 'is too long');
   }
+  // Without PKCE, an OpenID Connect request is bound to its code by the nonce alone (decisions.md, Protocol).
+  if (codeChallenge === undefined && scope.includes('openid') && nonce === undefined)
+    throw new OAuthError('invalid_request', 'nonce is required when PKCE is not used');
+  const claimsRaw = single(raw, 'claims');
+  const claims = claimsRaw === undefined ? undefined : parseClaimsParameter(claimsRaw);
   return {
     client_id: app.clientId,
     redirect_uri: redirectUri,
     scope,
-    code_challenge: codeChallenge,
+    ...(codeChallenge !== undefined && { code_challenge: codeChallenge }),
     prompt,
     ...(state !== undefined && { state }),
     ...(nonce !== undefined && { nonce }),
     ...(maxAge !== undefined && { max_age: maxAge }),
     ...(loginHint !== undefined && { login_hint: loginHint }),
+    ...(responseMode === 'form_post' && { response_mode: 'form_post' as const }),
+    ...(claims !== undefined && { claims }),
   };
 }

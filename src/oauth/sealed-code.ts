@@ -23,14 +23,15 @@ export interface CodeContents {
   expiresAt: Date;
   /** SHA-256 of the authorization request's redirect_uri (base64url): the exchange's must be the same. */
   redirectUriHash: string;
-  codeChallenge: string;
+  /** null: the request sent no PKCE (allowed for an application whose PKCE is optional). */
+  codeChallenge: string | null;
   nonce: string | null;
   scope: string;
 }
 
 export const redirectUriHash = (redirectUri: string): string => hash('sha256', redirectUri, 'base64url');
 
-type Packed = [string, string, string, string, number, string, number, string, string, string | null, string];
+type Packed = [string, string, string, string, number, string, number, string, string | null, string | null, string];
 
 export function sealCode(contents: CodeContents, secretKey: string): string {
   const packed: Packed = [
@@ -52,9 +53,9 @@ export function sealCode(contents: CodeContents, secretKey: string): string {
 const isPacked = (value: unknown): value is Packed =>
   Array.isArray(value) &&
   value.length === 11 &&
-  [0, 1, 2, 3, 5, 7, 8, 10].every((i) => typeof value[i] === 'string') &&
+  [0, 1, 2, 3, 5, 7, 10].every((i) => typeof value[i] === 'string') &&
   [4, 6].every((i) => Number.isFinite(value[i])) &&
-  (value[9] === null || typeof value[9] === 'string');
+  [8, 9].every((i) => value[i] === null || typeof value[i] === 'string');
 
 /** The code's contents, or undefined when it was not sealed by this server under this SECRET_KEY. */
 export function openCode(code: string, secretKey: string): CodeContents | undefined {

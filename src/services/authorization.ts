@@ -27,7 +27,14 @@
 // with the consent remembered, is what nextStep() answers 'issue' for (the rules of db/repositories/sso-rules.ts,
 // twins of nextStep's issueChecks); when it finds none, the session is looked up and nextStep() decides as
 // above. Codes are sealed (src/oauth/sealed-code.ts): issuing one writes nothing; the exchange creates the grant.
+// How the answer reaches the client is the request's response mode (kept with the pending request): query (a
+// redirect) or form_post (OAuth 2.0 Form Post Response Mode: a page that POSTs it; plugins/pages/form-post.ts).
+// Every answer, a code or an error, goes through respond(), which reads it.
+// id_token_hint (OpenID Connect Core §3.1.2.1): an ID token we signed (expired ones too: it is a hint) whose
+// audience includes the client. Invalid: invalid_request. Valid, for another user than the session's: with
+// prompt=none login_required; otherwise the user is asked to sign in (as with prompt=login).
 import { randomUUID } from 'node:crypto';
+import * as jose from 'jose';
 import type { Db } from '../../db/create-db.js';
 import type { AuthorizationRequestParams } from '../../db/tables.js';
 import * as requests from '../../db/repositories/authorization-requests.js';
@@ -42,7 +49,13 @@ import {
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import type { Application } from '../domain/application.js';
 import type { Config } from '../config.js';
-import { appendQuery, parseAuthorizeParams, type RawParams, single } from '../oauth/authorize-params.js';
+import {
+  appendQuery,
+  parseAuthorizeParams,
+  type RawParams,
+  requestedResponseMode,
+  single,
+} from '../oauth/authorize-params.js';
 import {
   boundRequestKey,
   browserHash,
@@ -57,18 +70,28 @@ import {
 import { OAuthError, type OAuthErrorCode } from '../oauth/errors.js';
 import { formatScope } from '../oauth/scope.js';
 import { redirectUriHash, sealCode } from '../oauth/sealed-code.js';
+import { seal, unseal } from '../oauth/seal.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { ApplicationService } from './applications.js';
 import type { SessionContext } from '../domain/session.js';
 import { sessionTouchSeconds } from './sessions.js';
+import type { KeyStore } from './key-store.js';
 
 export { appendQuery, type RawParams };
+
+export const EXPIRED_REQUEST =
+  'the sign-in request has expired or was already used (or is from another browser); go back to the application';
 
 /** An error shown to the user (HTML or JSON), never redirected: client or redirect_uri is not trusted. */
 export class AuthorizeRenderError<E extends OAuthErrorCode = OAuthErrorCode> extends OAuthError<E> {}
 
+/** Where an authorization response goes, and how (AuthorizationRequestParams' fields of it). */
+type ResponseTarget = Pick<AuthorizationRequestParams, 'redirect_uri' | 'state' | 'response_mode'>;
+
 export type Decision =
   | { kind: 'redirect'; url: string; error?: OAuthError }
+  /** response_mode=form_post: the fields, POSTed to `action` (the redirect_uri) by the page the browser gets. */
+  | { kind: 'form_post'; action: string; fields: Record<string, string>; error?: OAuthError }
   | { kind: 'sign-in'; requestId: string }
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
@@ -98,22 +121,46 @@ export function verificationContext(found: { request: PendingRequest; app: Appli
   };
 }
 
-export function createAuthorizationService(deps: { db: Db; config: Config; applications: ApplicationService }) {
+export function createAuthorizationService(deps: {
+  db: Db;
+  config: Config;
+  applications: ApplicationService;
+  keys: Pick<KeyStore, 'jwks'>;
+}) {
   const { db, config } = deps;
   const issuer = config.issuer;
   const secretKey = config.secretKey!;
 
-  function errorRedirect(params: { redirect_uri: string; state?: string | undefined }, error: OAuthError): Decision {
-    return {
-      kind: 'redirect',
-      error,
-      url: appendQuery(params.redirect_uri, {
-        error: error.error,
-        error_description: error.error_description,
-        state: params.state,
-        iss: issuer,
-      }),
-    };
+  /** The authorization response, in the request's response mode; state (if sent) and iss (RFC 9207) added. */
+  function respond(target: ResponseTarget, values: Record<string, string>, error?: OAuthError): Decision {
+    const all = { ...values, ...(target.state !== undefined && { state: target.state }), iss: issuer };
+    const logged = error ? { error } : {};
+    if (target.response_mode === 'form_post')
+      return { kind: 'form_post', action: target.redirect_uri, fields: all, ...logged };
+    return { kind: 'redirect', url: appendQuery(target.redirect_uri, all), ...logged };
+  }
+
+  function errorRedirect(target: ResponseTarget, error: OAuthError): Decision {
+    return respond(target, { error: error.error, error_description: error.error_description }, error);
+  }
+
+  /**
+   * The subject of an id_token_hint: an ID token this server signed (with a key of its JWKS, any age: a hint
+   * may have expired) for this client. Anything else is invalid_request.
+   */
+  async function hintSubject(hint: string, clientId: string): Promise<string> {
+    try {
+      const { payload } = await jose.compactVerify(hint, jose.createLocalJWKSet(await deps.keys.jwks()));
+      const claims = JSON.parse(new TextDecoder().decode(payload)) as jose.JWTPayload;
+      const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+      if (claims.iss !== issuer) throw new Error(`issuer ${String(claims.iss)}`);
+      if (!audience.includes(clientId)) throw new Error('audience without the client');
+      if (typeof claims.sub !== 'string') throw new Error('no subject');
+      return claims.sub;
+    } catch (error) {
+      const detail = String(error).slice(0, 200);
+      throw new OAuthError('invalid_request', 'id_token_hint is not an ID token issued to this client', { detail });
+    }
   }
 
   /** Client and redirect_uri first: until both are verified, errors are rendered, never redirected. */
@@ -146,11 +193,7 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return { app, redirectUri, state };
   }
 
-  const notFound = () =>
-    new AuthorizeRenderError(
-      'invalid_request',
-      'the sign-in request has expired or was already used (or is from another browser); go back to the application',
-    );
+  const notFound = () => new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
 
   /**
    * What nextStep() reads besides the request, loaded before it decides: the session presenting the request,
@@ -225,13 +268,13 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
         clientId: params.client_id,
         expiresAt: new Date(Date.now() + config.ttl.authorizationCode * 1000),
         redirectUriHash: redirectUriHash(params.redirect_uri),
-        codeChallenge: params.code_challenge,
+        codeChallenge: params.code_challenge ?? null,
         nonce: params.nonce ?? null,
         scope: formatScope(params.scope),
       },
       secretKey,
     );
-    return { kind: 'redirect', url: appendQuery(params.redirect_uri, { code, state: params.state, iss: issuer }) };
+    return respond(params, { code });
   };
 
   /**
@@ -292,7 +335,29 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
     return { kind: step, requestId: (await storeRequest(params, browser)).id };
   }
 
+  const DELIVERY = 'form post delivery';
+
   return {
+    /**
+     * A form_post answer the JSON consent endpoint cannot send as a page (its caller navigates to a URL): sealed
+     * for this browser (its binding cookie) for the code's lifetime, opened by the authorize endpoint's
+     * delivery page (openDelivery), which POSTs it. Only this server can read it, only this browser use it.
+     */
+    sealDelivery(decision: Extract<Decision, { kind: 'form_post' }>, browser: string): string {
+      const expiresAt = Date.now() + config.ttl.authorizationCode * 1000;
+      const plain = JSON.stringify([decision.action, decision.fields, expiresAt]);
+      return seal(plain, { secretKey, purpose: DELIVERY, aad: browserHash(browser) });
+    },
+
+    /** A sealed form_post answer of this browser, unexpired; undefined otherwise. */
+    openDelivery(sealed: string, browser: string | undefined): Extract<Decision, { kind: 'form_post' }> | undefined {
+      if (!browser || sealed.length > 16_000) return undefined;
+      const plain = unseal(sealed, { secretKey, purpose: DELIVERY, aad: browserHash(browser) });
+      if (plain === undefined) return undefined;
+      const [action, fields, expiresAt] = JSON.parse(plain) as [string, Record<string, string>, number];
+      return expiresAt > Date.now() ? { kind: 'form_post', action, fields } : undefined;
+    },
+
     /**
      * GET/POST authorize: validate, store the request bound to this browser, and decide the first step.
      * `browser` gives the browser-binding secret the endpoint keeps in a cookie, called only when a request
@@ -300,18 +365,29 @@ export function createAuthorizationService(deps: { db: Db; config: Config; appli
      */
     async authorize(raw: RawParams, browser: () => string, session: PresentedSession): Promise<Decision> {
       const { app, redirectUri, state } = await verifyClient(raw);
+      // From here every error goes back to the client, in the response mode asked for (if it is one we know).
+      const target = { redirect_uri: redirectUri, state, response_mode: requestedResponseMode(raw) };
       let params: AuthorizationRequestParams;
+      let hinted: string | undefined;
       try {
         params = parseAuthorizeParams(raw, app, redirectUri);
+        const hint = single(raw, 'id_token_hint');
+        hinted = hint === undefined ? undefined : await hintSubject(hint, app.clientId);
       } catch (error) {
-        if (error instanceof OAuthError) return errorRedirect({ redirect_uri: redirectUri, state }, error);
+        if (error instanceof OAuthError) return errorRedirect(target, error);
         throw error;
       }
-      if (session.cookie) {
+      if (session.cookie && hinted === undefined) {
         const issued = await issueForSessionCookie(params, session.cookie);
         if (issued) return issued;
       }
       const ctx = await session.resolve();
+      if (ctx && hinted !== undefined && ctx.user.id !== hinted) {
+        const other = new OAuthError('login_required', 'the signed-in user is not the one of the id_token_hint');
+        if (params.prompt.includes('none')) return errorRedirect(params, other);
+        // Someone else is signed in: the hinted user signs in (prompt=login), or says who they are.
+        if (!params.prompt.includes('login')) params = { ...params, prompt: [...params.prompt, 'login'] };
+      }
       if (ctx) return authorizeSignedIn(params, browser, ctx);
       const stored = await storeRequest(params, browser);
       return decideFor(stored, ctx, nextStep(await stepInput(stored, ctx)));

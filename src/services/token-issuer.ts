@@ -115,7 +115,8 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         codeHash: hashToken(request.code),
         clientId: request.clientId,
         redirectUri: request.redirectUri,
-        codeChallenge: request.codeChallenge,
+        // Codes of the earlier release always had a challenge: no verifier never matches one.
+        codeChallenge: request.codeChallenge ?? '',
         ...tokens.rows,
       },
       config.ttl.sessionIdle,
@@ -199,7 +200,10 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
       const checks = {
         sameClient: code.clientId === request.clientId,
         sameRedirectUri: code.redirectUriHash === redirectUriHash(request.redirectUri),
-        pkce: sameSecret(code.codeChallenge, request.codeChallenge),
+        pkce:
+          code.codeChallenge === null || request.codeChallenge === null
+            ? code.codeChallenge === request.codeChallenge
+            : sameSecret(code.codeChallenge, request.codeChallenge),
       };
       const tokens = newCodeTokens();
       const result = await exchangeAuthorizationCode(

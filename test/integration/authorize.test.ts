@@ -421,7 +421,6 @@ t.test('after client and redirect_uri are verified, errors are redirected with e
     ['request object', { request: 'eyJhbGciOiJub25lIn0.eyJ9.' }, 'request_not_supported'],
     ['request_uri', { request_uri: 'https://rp.example.com/request.jwt' }, 'request_uri_not_supported'],
     ['response_mode=fragment', { response_mode: 'fragment' }, 'invalid_request'],
-    ['response_mode=form_post', { response_mode: 'form_post' }, 'invalid_request'],
     ['response_mode=query.jwt', { response_mode: 'query.jwt' }, 'invalid_request'],
     ['a too long state', { state: 's'.repeat(2049) }, 'invalid_request'],
     ['a too long nonce', { nonce: 'n'.repeat(2049) }, 'invalid_request'],

@@ -397,7 +397,8 @@ function requestFor(route: Route) {
 }
 
 // ---- Oracles.
-const STACK = /\n\s+at \S|\bat \S+ \(|node_modules|\/work\/|\.ts:\d|\.js:\d+:\d/;
+// A frame `at fn (file:line:col)` names a location; prose such as "signs it out at once (its tokens ...)" does not.
+const STACK = /\n\s+at \S|\bat \S+ \([^)\s]*:\d+:\d+\)|node_modules|\/work\/|\.ts:\d|\.js:\d+:\d/;
 const INTERNAL = new RegExp(
   [
     'FST_',

@@ -150,7 +150,7 @@ t.test('discovery: issuer and every URL derive from BASE_URL', async (t) => {
   t.equal(doc.userinfo_endpoint, `${ISSUER}/oauth2/userinfo`);
   t.equal(doc.jwks_uri, `${ISSUER}/jwks`);
   t.same(doc.response_types_supported, ['code']);
-  t.same(doc.response_modes_supported, ['query']);
+  t.same(doc.response_modes_supported, ['query', 'form_post']);
   t.same(doc.code_challenge_methods_supported, ['S256']);
   t.same(doc.token_endpoint_auth_methods_supported, ['none']);
   t.same(doc.subject_types_supported, ['public']);

@@ -36,7 +36,8 @@ const REDIRECT = 'https://rp.example/cb';
 interface FakeCode {
   grant: CodeGrant;
   redirectUri: string;
-  codeChallenge: string;
+  /** null: issued without PKCE (an application whose PKCE is optional). */
+  codeChallenge: string | null;
   scope: string;
   expired?: boolean;
   userActive?: boolean;
@@ -350,4 +351,66 @@ t.test('a store that passes every check but records no tokens is a server error,
   };
   const thrown = await authorizationCodeGrant.handle(params(), client, store).catch((e: unknown) => e);
   t.ok(thrown instanceof Error && !(thrown instanceof OAuthError), 'a plain Error (server_error at the edge)');
+});
+
+t.test('PKCE optional (confidential clients): a code without a challenge, and the downgrade check', async (t) => {
+  const confidential: GrantClient = { ...client, clientType: 'confidential' };
+  const noVerifier = params({ code_verifier: undefined });
+
+  // A code issued without a challenge: exchanged without a verifier.
+  const plain = fakeStore({ 'code-1': newCode({ codeChallenge: null }) });
+  t.equal((await authorizationCodeGrant.handle(noVerifier, confidential, plain.store)).accessToken, 'access-1');
+  t.same(plain.calls.consumed[0]?.codeChallenge, null, 'no verifier: no challenge asked of the store');
+
+  // RFC 9700 §4.8.2: a verifier sent for a code issued without a challenge is refused (and the code is spent).
+  const downgrade = fakeStore({ 'code-1': newCode({ codeChallenge: null }) });
+  await refused(
+    t,
+    authorizationCodeGrant.handle(params(), confidential, downgrade.store),
+    'invalid_grant',
+    said.pkce,
+    'a verifier for a code without a challenge',
+  );
+  await refused(
+    t,
+    authorizationCodeGrant.handle(noVerifier, confidential, downgrade.store),
+    'invalid_grant',
+    said.invalidCode,
+    'the code is spent all the same',
+  );
+
+  // A code issued with a challenge needs its verifier, from a confidential client too.
+  const withChallenge = fakeStore({ 'code-1': newCode() });
+  await refused(
+    t,
+    authorizationCodeGrant.handle(noVerifier, confidential, withChallenge.store),
+    'invalid_grant',
+    'the authorization code needs its code_verifier',
+    'a challenge and no verifier',
+  );
+  const wrong = fakeStore({ 'code-1': newCode() });
+  await refused(
+    t,
+    authorizationCodeGrant.handle(params({ code_verifier: 'w'.repeat(43) }), confidential, wrong.store),
+    'invalid_grant',
+    said.pkce,
+    'a wrong verifier',
+  );
+  const right = fakeStore({ 'code-1': newCode() });
+  t.equal(
+    (await authorizationCodeGrant.handle(params(), confidential, right.store)).accessToken,
+    'access-1',
+    'the right verifier',
+  );
+
+  // A public client must send a verifier before its code is even looked at, whatever the code says.
+  const pub = fakeStore({ 'code-1': newCode({ codeChallenge: null }) });
+  await refused(
+    t,
+    authorizationCodeGrant.handle(noVerifier, { ...client, clientType: 'public' }, pub.store),
+    'invalid_request',
+    'code_verifier is required',
+    'public client',
+  );
+  t.same(pub.calls.consumed, [], 'the code was not touched');
 });

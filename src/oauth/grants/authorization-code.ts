@@ -19,8 +19,11 @@ export interface CodeExchangeRequest {
   code: string;
   clientId: string;
   redirectUri: string;
-  /** BASE64URL(SHA256(code_verifier)): equal to the stored code_challenge (S256, the only method). */
-  codeChallenge: string;
+  /**
+   * BASE64URL(SHA256(code_verifier)): equal to the stored code_challenge (S256, the only method). null: no
+   * code_verifier was sent, which only a code issued without a challenge accepts.
+   */
+  codeChallenge: string | null;
 }
 
 /** Each check of a consumed code, true when it passed; tokens were recorded only if all did. */
@@ -31,7 +34,10 @@ export interface CodeChecks {
   unexpired: boolean;
   /** The redirect_uri of its authorization request, exactly. */
   sameRedirectUri: boolean;
-  /** The verifier's S256 challenge is the code's. */
+  /**
+   * The verifier's S256 challenge is the code's; or the code has no challenge and no verifier was sent (a
+   * verifier sent for a code without a challenge fails: RFC 9700 §4.8.2, PKCE downgrade).
+   */
   pkce: boolean;
   /** Its user still exists and is enabled. */
   userActive: boolean;
@@ -66,8 +72,15 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
 
   async handle(params, client, store) {
     if (!client.enabled) throw new OAuthError('invalid_client', 'this application is disabled');
-    const [code, verifier, redirectUri] = requireParameters(this, params) as [string, string, string];
-    if (!isValidCodeVerifier(verifier))
+    // A public client always sends PKCE (decisions.md, Protocol); a confidential client whose PKCE is optional
+    // may have been issued a code without a challenge, which then takes no verifier.
+    const optional = client.clientType === 'confidential' ? ['code_verifier'] : [];
+    const [code, verifier, redirectUri] = requireParameters(this, params, optional) as [
+      string,
+      string | undefined,
+      string,
+    ];
+    if (verifier !== undefined && !isValidCodeVerifier(verifier))
       throw new OAuthError('invalid_request', 'code_verifier must be 43-128 unreserved characters');
     // A sealed code grows with the request's nonce (at most 2,048 characters: about 9,000 of code at worst).
     if (code.length > 12_000) throw invalidCode();
@@ -76,7 +89,7 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       code,
       clientId: client.clientId,
       redirectUri,
-      codeChallenge: s256Challenge(verifier),
+      codeChallenge: verifier === undefined ? null : s256Challenge(verifier),
     });
     if (exchange.kind === 'unknown') throw invalidCode();
     if (exchange.kind === 'replayed') {
@@ -90,6 +103,8 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
     if (!checks.unexpired) throw invalidCode();
     if (!checks.sameRedirectUri)
       throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+    if (!checks.pkce && verifier === undefined)
+      throw new OAuthError('invalid_grant', 'the authorization code needs its code_verifier');
     if (!checks.pkce) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     if (!checks.userActive) throw new OAuthError('invalid_grant', 'the user is not available');
     if (!checks.sessionLive)

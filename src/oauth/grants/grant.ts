@@ -24,6 +24,8 @@ export type TokenParams = Readonly<Record<string, string | undefined>>;
 export interface GrantClient {
   clientId: string;
   enabled: boolean;
+  /** Absent: public (src/domain/application.ts derives it from the token endpoint auth method). */
+  clientType?: 'public' | 'confidential';
 }
 
 export interface GrantHandler<Deps> {
@@ -53,10 +55,14 @@ export interface IssuedTokens {
 }
 
 /** The required parameters of a handler, in order: the first one missing is invalid_request. */
-export function requireParameters(handler: GrantHandler<unknown>, params: TokenParams): string[] {
+export function requireParameters(
+  handler: GrantHandler<unknown>,
+  params: TokenParams,
+  optional: readonly string[] = [],
+): (string | undefined)[] {
   return handler.parameters.map((name) => {
     const value = params[name];
-    if (!value) throw parameterError(name, 'is required');
-    return value;
+    if (!value && !optional.includes(name)) throw parameterError(name, 'is required');
+    return value || undefined;
   });
 }
