@@ -25,7 +25,7 @@ import servicesPlugin from '../plugins/infra/services.js';
 import healthPlugin from '../plugins/health.js';
 import adminPlugin from '../plugins/admin/index.js';
 import browserSession from '../plugins/infra/browser-session.js';
-import discoveryPlugin from '../plugins/oidc/discovery.js';
+import discoveryPlugin, { authorizationServerMetadataPlugin } from '../plugins/oidc/discovery.js';
 import jwksPlugin from '../plugins/oidc/jwks.js';
 import authorizePlugin from '../plugins/oidc/authorize.js';
 import tokenPlugin from '../plugins/oidc/token.js';
@@ -159,6 +159,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const loginPath = new URL(config.loginUrl).pathname.replace(/\/$/, '') || '/login';
   const issuerPath = new URL(config.issuer).pathname;
   await app.register(discoveryPlugin, { prefix: issuerPath, config });
+  // RFC 8414 §3: /.well-known/oauth-authorization-server followed by the issuer path, at the host's root.
+  await app.register(authorizationServerMetadataPlugin, { config });
   await app.register(jwksPlugin, { prefix: issuerPath });
   await app.register(authorizePlugin, { prefix: issuerPath, config, loginPath });
   await app.register(tokenPlugin, { prefix: issuerPath });

@@ -25,7 +25,10 @@ export default fp(
     const apiRoutes: ApiRoute[] = [];
     app.decorate('apiRoutes', apiRoutes);
     app.addHook('onRoute', (route) => {
+      // The RFC 8414 §3 metadata at the host's root (/.well-known/oauth-authorization-server/<issuer path>) is
+      // outside BASE_URL, so outside this document; the same document is under the issuer path.
       if (!route.url.includes('/api/') || route.url.endsWith('/openapi.json')) return;
+      if (route.url.startsWith('/.well-known/')) return;
       for (const method of [route.method].flat()) {
         if (method === 'HEAD') continue;
         apiRoutes.push({

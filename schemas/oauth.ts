@@ -76,8 +76,20 @@ export const DiscoverySchema = Type.Object(
     token_endpoint: Type.String(),
     userinfo_endpoint: Type.String(),
     jwks_uri: Type.String(),
+    revocation_endpoint: Type.Optional(Type.String()),
+    introspection_endpoint: Type.Optional(Type.String()),
+    grant_types_supported: Type.Optional(Type.Array(Type.String())),
+    token_endpoint_auth_methods_supported: Type.Optional(Type.Array(Type.String())),
+    token_endpoint_auth_signing_alg_values_supported: Type.Optional(Type.Array(Type.String())),
+    revocation_endpoint_auth_methods_supported: Type.Optional(Type.Array(Type.String())),
+    revocation_endpoint_auth_signing_alg_values_supported: Type.Optional(Type.Array(Type.String())),
+    introspection_endpoint_auth_methods_supported: Type.Optional(Type.Array(Type.String())),
+    introspection_endpoint_auth_signing_alg_values_supported: Type.Optional(Type.Array(Type.String())),
   },
-  { additionalProperties: true, description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3)' },
+  {
+    additionalProperties: true,
+    description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3), also Authorization Server Metadata (RFC 8414 §2)',
+  },
 );
 
 export const JwksSchema = Type.Object({

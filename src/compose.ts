@@ -12,6 +12,7 @@ import { type ApplicationService, createApplicationService, type StaticApplicati
 import { type AuditService, createAuditService } from './services/audit.js';
 import { type AuthorizationService, createAuthorizationService } from './services/authorization.js';
 import { type BearerService, createBearerService } from './services/bearer.js';
+import { type ClientAssertionService, createClientAssertionService } from './services/client-assertions.js';
 import { type CleanupJob, createCleanupJob } from './services/cleanup.js';
 import { createEndSessionService, type EndSessionService } from './services/end-session.js';
 import { createGrants, type Grant } from './services/grants.js';
@@ -40,6 +41,8 @@ import { createPasswordHasher, type PasswordHasher } from './passwords.js';
 /** The domain services (`app.services.*` in the server). Routes and commands call these; they never write SQL. */
 export interface Services {
   applications: ApplicationService;
+  /** private_key_jwt: client assertions verified against the application's keys, each jti once. */
+  clientAssertions: ClientAssertionService;
   users: UserService;
   access: UserAccessService;
   audit: AuditService;
@@ -123,9 +126,20 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
   const users = createUserService({ db: writes, passwords });
   const applications = createApplicationService({ db: writes, staticApplications });
   applications.onChange((clientId) => invalidation.emit({ kind: 'application', clientId }));
+  // A changed application's keys (jwks, jwks_uri) are read again: its key set goes with its cache entry.
+  const clientAssertions = createClientAssertionService({
+    db, // its one write (a jti) concerns no cache
+    issuer: config.issuer,
+    providerOnHttp: config.baseUrl.startsWith('http://'),
+  });
   invalidation.on((event) => {
-    if (event.kind === 'application') applications.forget(event.clientId);
-    else if (event.kind === 'reset') applications.forget();
+    if (event.kind === 'application') {
+      applications.forget(event.clientId);
+      clientAssertions.forget(event.clientId);
+    } else if (event.kind === 'reset') {
+      applications.forget();
+      clientAssertions.forget();
+    }
   });
 
   const keys = new KeyStore(db, secretKey, {
@@ -187,6 +201,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
 
   return {
     applications,
+    clientAssertions,
     users,
     access: createUserAccessService({ db: writes, users }),
     audit: createAuditService({ db: writes }),

@@ -21,6 +21,8 @@ export function expiryRules(options: { sessionIdleSeconds: number; unverifiedAcc
     { table: 'password_reset_tokens', where: 'expires_at < now()' },
     { table: 'email_change_tokens', where: 'expires_at < now()' },
     { table: 'sign_up_requests', where: 'expires_at < now()' },
+    // The jti of a private_key_jwt assertion is kept only while the assertion could be replayed.
+    { table: 'client_assertion_jtis', where: 'expires_at < now()' },
     // Self-registered accounts that never verified their address (issue 31): their sessions, grants,
     // tokens and links go with them (on delete cascade). Accounts an operator made never expire.
     {

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Application } from '../../src/domain/application.js';
 import { ClientAuthError, presentedClientAuth } from '../../src/oauth/client-auth.js';
+import type { ClientEndpoint } from '../../src/oauth/client-assertion.js';
 import { OAuthError, parameterError } from '../../src/oauth/errors.js';
 import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
 import { ipKey } from '../../src/rate-limit.js';
@@ -35,6 +36,14 @@ export function formParams(request: FastifyRequest, _reply: FastifyReply): Token
     if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
   }
   return body as TokenParams;
+}
+
+/** Which client endpoint the request is at: a client assertion's audience may name it (RFC 7523 §3). */
+function clientEndpointOf(request: FastifyRequest): ClientEndpoint {
+  const route = request.routeOptions.url ?? '';
+  if (route.endsWith('/oauth2/revoke')) return 'revocation';
+  if (route.endsWith('/oauth2/introspect')) return 'introspection';
+  return 'token';
 }
 
 const WRONG_METHOD = {
@@ -79,8 +88,7 @@ export async function authenticateClient(
         });
       }
     } else if (presented.method === 'private_key_jwt') {
-      // Verified by the client-assertion service (RFC 7523 §3); until it exists no assertion is accepted.
-      throw new OAuthError('invalid_client', 'the client assertion is invalid', { detail: 'not verified yet' });
+      await app.services.clientAssertions.verify(client, presented.assertion, clientEndpointOf(request));
     }
     return client;
   } catch (error) {

@@ -136,6 +136,8 @@ export const ERROR_DESCRIPTIONS = {
     'this client authenticates with private_key_jwt',
     'this client is public: send client_id alone, without a secret or an assertion',
     'the client assertion is invalid',
+    'the client assertion was already used',
+    'the keys of this client could not be fetched from its jwks_uri',
   ],
   invalid_grant: [
     'the authorization code is invalid, expired or already used',

@@ -141,5 +141,6 @@ t.test('session expiry ends the access tokens of that session', async (t) => {
 t.test('discovery advertises the revocation endpoint and the refresh grant', async (t) => {
   const doc = (await app.inject({ method: 'GET', url: '/api/auth/.well-known/openid-configuration' })).json();
   t.equal(doc.revocation_endpoint, 'http://localhost:3000/api/auth/oauth2/revoke');
-  t.same(doc.grant_types_supported, ['authorization_code', 'refresh_token']);
+  // client_credentials since issue 33 (confidential clients).
+  t.same(doc.grant_types_supported, ['authorization_code', 'refresh_token', 'client_credentials']);
 });

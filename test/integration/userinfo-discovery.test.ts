@@ -152,7 +152,15 @@ t.test('discovery: issuer and every URL derive from BASE_URL', async (t) => {
   t.same(doc.response_types_supported, ['code']);
   t.same(doc.response_modes_supported, ['query', 'form_post']);
   t.same(doc.code_challenge_methods_supported, ['S256']);
-  t.same(doc.token_endpoint_auth_methods_supported, ['none']);
+  // Issue 33: public clients (none) and confidential ones, the same methods at every client endpoint.
+  const methods = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+  const algs = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+  for (const endpoint of ['token', 'revocation', 'introspection']) {
+    t.same(doc[`${endpoint}_endpoint_auth_methods_supported`], methods, `${endpoint}: auth methods`);
+    t.same(doc[`${endpoint}_endpoint_auth_signing_alg_values_supported`], algs, `${endpoint}: asymmetric algs only`);
+  }
+  t.equal(doc.revocation_endpoint, `${ISSUER}/oauth2/revoke`);
+  t.equal(doc.introspection_endpoint, `${ISSUER}/oauth2/introspect`);
   t.same(doc.subject_types_supported, ['public']);
   t.equal(doc.authorization_response_iss_parameter_supported, true);
   t.same(doc.scopes_supported, ['openid', 'profile', 'email', 'offline_access', 'permissions']);
@@ -187,6 +195,42 @@ t.test('discovery: issuer and every URL derive from BASE_URL', async (t) => {
     });
     t.ok(get.statusCode !== 404 || post.statusCode !== 404, `${name} (${path}) exists`);
   }
+});
+
+t.test('RFC 8414 metadata: under the issuer path and at the host root, the same document', async (t) => {
+  const discovery = await app.inject({ method: 'GET', url: DISCOVERY });
+  for (const url of [
+    '/.well-known/oauth-authorization-server/api/auth',
+    '/api/auth/.well-known/oauth-authorization-server',
+  ]) {
+    const res = await app.inject({ method: 'GET', url, headers: { origin: 'https://anyone.example' } });
+    t.equal(res.statusCode, 200, url);
+    t.match(res.headers['content-type'], /^application\/json/);
+    t.equal(res.headers['cache-control'], 'public, max-age=300');
+    t.equal(res.headers['access-control-allow-origin'], '*');
+    t.equal(res.body, discovery.body, `${url}: the discovery document`);
+    t.equal(res.json().issuer, ISSUER, 'RFC 8414 §3.3: the issuer exactly');
+  }
+  const root = await app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server' });
+  t.equal(root.statusCode, 404, 'not at the bare root: the issuer has a path (RFC 8414 §3)');
+  const other = await app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server/api/other' });
+  t.equal(other.statusCode, 404, 'another path names another issuer');
+
+  // BASE_URL with a path: the well-known segment goes between the host and the whole issuer path.
+  const second = await buildTestApp(t, { database, env: { BASE_URL: 'https://id.example.com/tenant' } });
+  const issuer = 'https://id.example.com/tenant/api/auth';
+  const meta = await second.app.inject({
+    method: 'GET',
+    url: '/.well-known/oauth-authorization-server/tenant/api/auth',
+  });
+  t.equal(meta.statusCode, 200);
+  t.equal(meta.json().issuer, issuer);
+  t.equal(meta.json().token_endpoint, `${issuer}/oauth2/token`);
+  const underIssuer = await second.app.inject({
+    method: 'GET',
+    url: '/tenant/api/auth/.well-known/oauth-authorization-server',
+  });
+  t.equal(underIssuer.body, meta.body);
 });
 
 t.test('discovery: the issuer does not follow the Host or X-Forwarded-* headers', async (t) => {
