@@ -35,6 +35,7 @@ import openapiPlugin from '../plugins/openapi.js';
 import adminWebPlugin from '../plugins/admin-web/index.js';
 import userinfoPlugin from '../plugins/oidc/userinfo.js';
 import revokePlugin from '../plugins/oidc/revoke.js';
+import introspectPlugin from '../plugins/oidc/introspect.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
 import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
@@ -166,6 +167,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(tokenPlugin, { prefix: issuerPath });
   await app.register(tokenCookiePlugin, { prefix: issuerPath, config });
   await app.register(revokePlugin, { prefix: issuerPath });
+  await app.register(introspectPlugin, { prefix: issuerPath });
   await app.register(endSessionPlugin, { prefix: issuerPath, config, loginPath });
   await app.register(userinfoPlugin, { prefix: issuerPath });
   await app.register(loginApi, { prefix: issuerPath, config });

@@ -37,8 +37,23 @@ export const TokenResponseSchema = Type.Object({
   refresh_token: Type.Optional(
     Type.String({ description: 'only when offline_access was granted; never from the cookie endpoint' }),
   ),
-  scope: Type.String(),
+  scope: Type.Optional(Type.String({ description: 'absent when a client_credentials request asked for no scope' })),
 });
+
+/** RFC 7662 §2.2: everything but `active` is absent for an inactive token. */
+export const IntrospectionSchema = Type.Object(
+  {
+    active: Type.Boolean(),
+    scope: Type.Optional(Type.String()),
+    client_id: Type.Optional(Type.String()),
+    token_type: Type.Optional(Type.Literal('Bearer', { description: 'access tokens; refresh tokens have none' })),
+    exp: Type.Optional(Type.Integer()),
+    iat: Type.Optional(Type.Integer()),
+    sub: Type.Optional(Type.String({ description: 'the user; absent for client_credentials tokens' })),
+    iss: Type.Optional(Type.String()),
+  },
+  { description: 'Token introspection response (RFC 7662 §2.2)' },
+);
 
 export const ClaimsSchema = Type.Object(
   {

@@ -32,6 +32,7 @@ import {
   KEYS_REFRESH_SECONDS,
   type SigningKeyService,
 } from './services/signing-keys.js';
+import { createIntrospectionService, type IntrospectionService } from './services/introspection.js';
 import { createTokenIssuer } from './services/token-issuer.js';
 import { createTokenService, type TokenService } from './services/tokens.js';
 import { createUserAccessService, type UserAccessService } from './services/user-access.js';
@@ -59,6 +60,8 @@ export interface Services {
   /** The token endpoint's grants, by grant_type. */
   grants: Map<string, Grant>;
   tokens: TokenService;
+  /** Token introspection (RFC 7662). */
+  introspection: IntrospectionService;
   bearers: BearerService;
   signingKeys: SigningKeyService;
   cleanup: CleanupJob;
@@ -213,8 +216,14 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys }),
-    grants: createGrants({ db: writes, issuer: createTokenIssuer({ config, keys, bearers }), events }),
+    grants: createGrants({
+      db: writes,
+      issuer: createTokenIssuer({ config, keys, bearers }),
+      accessTokenSeconds: config.ttl.accessToken,
+      events,
+    }),
     tokens: createTokenService({ db: writes }),
+    introspection: createIntrospectionService({ db, issuer: config.issuer, bearers, applications }),
     bearers,
     signingKeys,
     cleanup: createCleanupJob({ db, config, log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS }),

@@ -16,6 +16,7 @@ export function expiryRules(options: { sessionIdleSeconds: number; unverifiedAcc
     { table: 'authorization_codes', where: 'expires_at < now()' },
     { table: 'authorization_requests', where: 'expires_at < now()' },
     { table: 'access_tokens', where: 'expires_at < now()' },
+    { table: 'client_access_tokens', where: 'expires_at < now()' },
     { table: 'refresh_tokens', where: 'expires_at < now() or absolute_expires_at < now()' },
     { table: 'email_verification_tokens', where: 'expires_at < now()' },
     { table: 'password_reset_tokens', where: 'expires_at < now()' },

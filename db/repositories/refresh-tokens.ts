@@ -11,6 +11,15 @@ export type RefreshTokenRow = Selectable<RefreshTokensTable>;
  * the rules of db/repositories/refresh-rules.ts read (refreshChecks) to say why it is not current.
  */
 export async function lockRefreshToken(db: Tx, tokenHash: string) {
+  return refreshTokenState(db, tokenHash).forUpdate('refresh_tokens').executeTakeFirst();
+}
+
+/** The same row and state as lockRefreshToken, read without a lock (introspection only reads). */
+export async function findRefreshTokenState(db: Db, tokenHash: string) {
+  return refreshTokenState(db, tokenHash).executeTakeFirst();
+}
+
+function refreshTokenState(db: Db, tokenHash: string) {
   return db
     .selectFrom('refresh_tokens')
     .innerJoin('grants', 'grants.id', 'refresh_tokens.grant_id')
@@ -22,9 +31,7 @@ export async function lockRefreshToken(db: Tx, tokenHash: string) {
       'grants.auth_time as grant_auth_time',
       'users.disabled as user_disabled',
     ])
-    .where('refresh_tokens.token_hash', '=', tokenHash)
-    .forUpdate('refresh_tokens')
-    .executeTakeFirst();
+    .where('refresh_tokens.token_hash', '=', tokenHash);
 }
 
 export async function findRefreshTokenByHash(db: Db, tokenHash: string): Promise<RefreshTokenRow | undefined> {

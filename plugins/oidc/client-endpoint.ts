@@ -120,5 +120,17 @@ export async function tokenRequest(
       detail: `client ${client.clientId} grant_type ${grantType}`,
     });
   }
-  return grant(params, client);
+  try {
+    return await grant(params, client);
+  } catch (error) {
+    // A grant's own invalid_client (a disabled application) after Basic authentication names the scheme too.
+    if (
+      request.headers.authorization !== undefined &&
+      error instanceof OAuthError &&
+      error.error === 'invalid_client'
+    ) {
+      reply.header('www-authenticate', 'Basic realm="token"');
+    }
+    throw error;
+  }
 }

@@ -154,7 +154,10 @@ export const ERROR_DESCRIPTIONS = {
     'the application is disabled',
     'there is no refresh cookie; sign in again',
   ],
-  unauthorized_client: ['this client may not use this grant type'],
+  unauthorized_client: [
+    'this client may not use this grant type',
+    'client_credentials is for confidential clients only',
+  ],
   unsupported_grant_type: ['the grant_type is not supported'],
   unsupported_response_type: ['only response_type=code is supported'],
   invalid_scope: [
@@ -164,6 +167,7 @@ export const ERROR_DESCRIPTIONS = {
     'the openid scope is required',
     'scope exceeds the original grant',
     'scope must not be empty',
+    'openid and offline_access need a user; a client_credentials token has none',
   ],
   access_denied: [
     'the user denied the request',

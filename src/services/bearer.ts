@@ -117,6 +117,15 @@ export function createBearerService(deps: {
       }
       return lookup(tokenHash);
     },
+    /**
+     * The live token with its row, by the same rules as authenticate() but never from the cache (introspection,
+     * RFC 7662, reports the token's times as stored); undefined as for authenticate().
+     */
+    async liveToken(tokenHash: string): Promise<{ auth: BearerAuth; row: BearerRow['token'] } | undefined> {
+      const found = await findBearer(deps.db, tokenHash, deps.sessionIdleSeconds);
+      const auth = found && toAuth(tokenHash, found);
+      return auth && found && { auth, row: found.token };
+    },
     /** The cache's generation now: take it before a statement whose answer is given to issued(). */
     generation: () => generation,
     /**

@@ -3,24 +3,35 @@
 // endpoint asks `grants.get(grant_type)`; adding a grant is a handler file and a line here.
 import type { Db } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { insertClientAccessToken } from '../../db/repositories/client-access-tokens.js';
 import { revokeGrant } from '../../db/repositories/grants.js';
 import { refreshChecks } from '../../db/repositories/refresh-rules.js';
 import { lockRefreshToken } from '../../db/repositories/refresh-tokens.js';
 import { authorizationCodeGrant, type AuthorizationCodeStore } from '../oauth/grants/authorization-code.js';
-import type { GrantClient, GrantHandler, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
+import {
+  clientCredentialsGrant,
+  type ClientCredentialsClient,
+  type ClientCredentialsStore,
+  type ClientTokens,
+} from '../oauth/grants/client-credentials.js';
+import type { GrantClient, GrantHandler, IssuedTokens, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
 import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
 import type { MetricEvents } from '../metrics.js';
+import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { TokenIssuer } from './token-issuer.js';
 
-export type Grant = (params: TokenParams, client: GrantClient) => Promise<TokenResponse>;
+/** The authenticated client a grant answers (an Application is one). */
+export type Grant = (params: TokenParams, client: ClientCredentialsClient) => Promise<TokenResponse>;
 
 export function createGrants(deps: {
   db: Db;
   issuer: TokenIssuer;
+  /** ACCESS_TOKEN_TTL: the lifetime of client_credentials tokens too. */
+  accessTokenSeconds: number;
   /** Told of each token response and each detected reuse (after its revocation committed). */
   events: Pick<MetricEvents, 'tokensIssued' | 'reuseDetected'>;
 }): Map<string, Grant> {
-  const { db, issuer, events } = deps;
+  const { db, issuer, events, accessTokenSeconds } = deps;
   // The code exchange is one statement (token-issuer.ts exchangeCode): the code's consumption, its checks and its
   // tokens are all or nothing, so a database lost mid-exchange leaves the code unconsumed (the client's retry
   // works), never consumed without tokens; a code that fails a check is spent by that same statement. A replay's
@@ -98,15 +109,52 @@ export function createGrants(deps: {
     },
   };
 
-  const bind = <S>(handler: GrantHandler<S>, store: S): [string, Grant] => [
+  // client_credentials: a token of the client's own (no user, no grant, no refresh token) and its token.issued, in
+  // one transaction. Kept in client_access_tokens, where the bearer lookup never looks.
+  const clientStore: ClientCredentialsStore = {
+    async issue(clientId, scope) {
+      const accessToken = generateToken();
+      await db.transaction().execute(async (trx) => {
+        await insertClientAccessToken(trx, {
+          tokenHash: hashToken(accessToken),
+          clientId,
+          scope,
+          expiresAt: new Date(Date.now() + accessTokenSeconds * 1000),
+        });
+        await appendAuditEvent(trx, {
+          type: 'token.issued',
+          clientId,
+          detail: { grantType: 'client_credentials', scope, refresh: false },
+        });
+      });
+      return { accessToken, scope, expiresIn: accessTokenSeconds };
+    },
+  };
+  const clientResponse = async (issued: ClientTokens): Promise<TokenResponse> => ({
+    access_token: issued.accessToken,
+    token_type: 'Bearer',
+    expires_in: issued.expiresIn,
+    ...(issued.scope && { scope: issued.scope }),
+  });
+
+  const bind = <S, C extends GrantClient, I>(
+    handler: GrantHandler<S, C, I>,
+    store: S,
+    respond: (issued: I) => Promise<TokenResponse>,
+  ): [string, Grant] => [
     handler.grantType,
     async (params, client) => {
       // The handler returns what it recorded; the ID token is signed here, after the tokens' statement or
       // transaction committed (so no row lock waits on a signature).
-      const response = await issuer.respond(await handler.handle(params, client, store));
+      const response = await respond(await handler.handle(params, client as GrantClient as C, store));
       events.tokensIssued(handler.grantType);
       return response;
     },
   ];
-  return new Map([bind(authorizationCodeGrant, codeStore), bind(refreshTokenGrant, refreshStore)]);
+  const signed = (issued: IssuedTokens) => issuer.respond(issued);
+  return new Map([
+    bind(authorizationCodeGrant, codeStore, signed),
+    bind(refreshTokenGrant, refreshStore, signed),
+    bind(clientCredentialsGrant, clientStore, clientResponse),
+  ]);
 }

@@ -3,6 +3,7 @@ import type { Db } from '../../db/create-db.js';
 import { findAccessTokenByHash, revokeAccessToken } from '../../db/repositories/access-tokens.js';
 import { revokeRefreshFamily, revokeRefreshFamilyByHash } from '../../db/repositories/refresh-tokens.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
+import { revokeClientAccessToken } from '../../db/repositories/client-access-tokens.js';
 
 export function createTokenService(deps: { db: Db }) {
   const { db } = deps;
@@ -57,11 +58,20 @@ export function createTokenService(deps: { db: Db }) {
           });
           return true;
         };
-        if (hint === 'access_token') {
-          if (!(await tryAccess())) await tryRefresh();
-        } else if (!(await tryRefresh())) {
-          await tryAccess();
-        }
+        // A client_credentials token (client_access_tokens): an access token without a user or a grant.
+        const tryClientToken = async () => {
+          if (!(await revokeClientAccessToken(trx, tokenHash, clientId))) return false;
+          await appendAuditEvent(trx, {
+            type: 'token.revoked',
+            clientId,
+            ip,
+            detail: { kind: 'access_token', grantType: 'client_credentials' },
+          });
+          return true;
+        };
+        const order =
+          hint === 'access_token' ? [tryAccess, tryClientToken, tryRefresh] : [tryRefresh, tryAccess, tryClientToken];
+        for (const attempt of order) if (await attempt()) break;
       });
     },
   };

@@ -165,3 +165,16 @@ t.test('never-verified self-registered accounts expire after UNVERIFIED_ACCOUNT_
     ['live-sign-up'],
   );
 });
+
+t.test('expired client_credentials tokens go, live ones stay', async (t) => {
+  await sql`insert into client_access_tokens (token_hash, client_id, scope, expires_at)
+    values ('cc-expired', ${client.clientId}, '', ${past}),
+      ('cc-live', ${client.clientId}, '', now() + interval '1 hour')`.execute(db);
+  const deleted = await app.services.cleanup.runOnce();
+  t.equal(deleted.client_access_tokens, 1);
+  const left = await sql<{ token_hash: string }>`select token_hash from client_access_tokens`.execute(db);
+  t.same(
+    left.rows.map((r) => r.token_hash),
+    ['cc-live'],
+  );
+});

@@ -6,6 +6,7 @@ const SPEC_PATHS = [
   ['get', '/api/auth/.well-known/openid-configuration'],
   ['get', '/api/auth/oauth2/authorize'],
   ['post', '/api/auth/oauth2/token'],
+  ['post', '/api/auth/oauth2/introspect'],
   ['get', '/api/auth/oauth2/userinfo'],
   ['get', '/api/auth/jwks'],
   ['post', '/api/auth/request-password-reset'],
@@ -62,4 +63,17 @@ t.test('without ADMIN_API_TOKEN the admin API is neither served nor documented',
   const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
   t.notOk(Object.keys(doc.paths).some((p) => p.startsWith('/api/admin')));
   t.ok(doc.paths['/api/external/me']);
+});
+
+t.test('introspection and the client_credentials token response are described', async (t) => {
+  const { app } = await buildTestApp(t);
+  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
+  const introspect = doc.paths['/api/auth/oauth2/introspect'].post;
+  const answer = introspect.responses['200'].content['application/json'].schema;
+  t.same(answer.required, ['active'], 'only active is always there (RFC 7662 §2.2)');
+  t.ok(answer.properties.sub && answer.properties.token_type && answer.properties.exp);
+  for (const status of ['400', '401', '429']) t.ok(introspect.responses[status], `${status} documented`);
+  const token = doc.paths['/api/auth/oauth2/token'].post.responses['200'].content['application/json'].schema;
+  t.notOk(token.required.includes('scope'), 'a client_credentials answer may leave scope out');
+  t.notOk(token.required.includes('id_token'), 'and id_token');
 });

@@ -322,7 +322,6 @@ t.test('grant_type: missing is invalid_request, an unknown one is unsupported_gr
   );
   for (const grantType of [
     'password',
-    'client_credentials',
     'implicit',
     'AUTHORIZATION_CODE',
     'urn:ietf:params:oauth:grant-type:device_code',
@@ -336,6 +335,16 @@ t.test('grant_type: missing is invalid_request, an unknown one is unsupported_gr
       grantType,
     );
   }
+  // client_credentials is supported (issue 33), for confidential clients that may use it: test/integration/
+  // client-credentials.test.ts. This public client may not.
+  expectError(
+    t,
+    await token(exchangeForm(grant, { grant_type: 'client_credentials' })),
+    400,
+    'unauthorized_client',
+    /this client may not use this grant type/,
+    'client_credentials from a public client',
+  );
   // grant_type=refresh_token is covered by test/integration/refresh.test.ts.
   t.equal((await token(exchangeForm(grant))).statusCode, 200, 'the code still works');
 });

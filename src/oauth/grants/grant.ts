@@ -14,7 +14,8 @@ export interface TokenResponse {
   expires_in: number;
   id_token?: string;
   refresh_token?: string;
-  scope: string;
+  /** Absent only from a client_credentials answer that granted no scope (RFC 6749 §5.1: OPTIONAL). */
+  scope?: string;
 }
 
 /** The form body of a token request after the endpoint's checks (form-encoded, nothing repeated). */
@@ -28,13 +29,14 @@ export interface GrantClient {
   clientType?: 'public' | 'confidential';
 }
 
-export interface GrantHandler<Deps> {
+/** A grant handler's client and what it returns: most grants take GrantClient and return IssuedTokens. */
+export interface GrantHandler<Deps, Client extends GrantClient = GrantClient, Issued = IssuedTokens> {
   /** The grant_type value this handler answers. */
   readonly grantType: string;
   /** Parameters the grant requires besides grant_type and client_id, checked in this order. */
   readonly parameters: readonly string[];
   /** What was issued (recorded already); the binding signs the ID token and answers (TokenResponse). */
-  handle(params: TokenParams, client: GrantClient, deps: Deps): Promise<IssuedTokens>;
+  handle(params: TokenParams, client: Client, deps: Deps): Promise<Issued>;
 }
 
 /**
@@ -56,7 +58,7 @@ export interface IssuedTokens {
 
 /** The required parameters of a handler, in order: the first one missing is invalid_request. */
 export function requireParameters(
-  handler: GrantHandler<unknown>,
+  handler: { readonly parameters: readonly string[] },
   params: TokenParams,
   optional: readonly string[] = [],
 ): (string | undefined)[] {
