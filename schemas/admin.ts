@@ -11,6 +11,8 @@ import {
   TOKEN_ENDPOINT_AUTH_METHODS,
 } from '../src/domain/application.js';
 import type { Application } from '../src/domain/application.js';
+import { MAX_SECRET_OVERLAP_SECONDS } from '../src/services/applications.js';
+import type { ClientSecretInfo } from '../src/services/applications.js';
 import { RoleSchema, UserCreateSchema, UserUpdateSchema } from '../src/domain/user.js';
 import type { User } from '../src/domain/user.js';
 
@@ -41,6 +43,51 @@ export const ApplicationSchema = Type.Object({
   source: Type.Union([Type.Literal('database'), Type.Literal('static')]),
   createdAt: Type.Union([Type.String(), Type.Null()]),
   updatedAt: Type.Union([Type.String(), Type.Null()]),
+});
+
+/**
+ * The answer to a create or an update: the application, and the client secret when one was made (a new
+ * client_secret_basic/post application, or one switched to such a method). Shown once: never stored readable.
+ */
+export const ApplicationWithSecretSchema = Type.Object({
+  ...ApplicationSchema.properties,
+  clientSecret: Type.Optional(
+    Type.String({ description: 'the new client secret, present only when one was made: shown once, never again' }),
+  ),
+});
+
+/** A client secret as the admin API lists it: its id and dates, never the secret or its hash. */
+export const ClientSecretInfoSchema = Type.Object({
+  id: Type.String(),
+  createdAt: Type.String(),
+  expiresAt: Type.Union([Type.String(), Type.Null()], {
+    description: 'null: the current secret; set: the old secret of a rotation, live until then',
+  }),
+});
+
+export const ClientSecretListSchema = Type.Object({ items: Type.Array(ClientSecretInfoSchema) });
+
+export const SecretRotateSchema = Type.Object(
+  {
+    overlapSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_SECRET_OVERLAP_SECONDS,
+        description: 'how long the current secret stays valid (default 86400; 0: it ends now)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SecretRotatedSchema = Type.Object({
+  clientSecret: Type.String({ description: 'the new client secret: shown once, never again' }),
+  secret: ClientSecretInfoSchema,
+});
+
+export const SecretParamsSchema = Type.Object({
+  clientId: Type.String({ minLength: 1, maxLength: 256 }),
+  secretId: Type.String({ minLength: 1, maxLength: 64 }),
 });
 
 export const ApplicationListSchema = Type.Object({
@@ -75,6 +122,8 @@ export const UserListSchema = Type.Object({
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const describesApplication: Same<Static<typeof ApplicationSchema>, Application> = true;
 const describesUser: Same<Static<typeof UserSchema>, User> = true;
+const describesSecret: Same<Static<typeof ClientSecretInfoSchema>, ClientSecretInfo> = true;
+void describesSecret;
 void describesApplication;
 void describesUser;
 

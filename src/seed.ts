@@ -2,11 +2,19 @@
 // and development. Read and checked here, all of it, before the database is touched: every problem is
 // reported with the file, the entry and the field (`seed.json: applications[1] (clientId "ci-app"):
 // redirectUris[0]: ...`). Passwords never appear in the file: an entry names an environment variable
-// (passwordEnv) that holds it. src/services/seed.ts applies a checked file.
+// (passwordEnv) that holds it; nor do client secrets (clientSecretEnv). src/services/seed.ts applies a checked file.
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import Type from 'typebox';
-import { applicationProblems, StaticApplicationSchema, type ApplicationCreate } from './domain/application.js';
+import {
+  applicationProblems,
+  clientAuthProblems,
+  clientAuthSettings,
+  clientSecretProblem,
+  SECRET_METHODS,
+  StaticApplicationSchema,
+  type ApplicationCreate,
+} from './domain/application.js';
 import { UserCreateSchema, userProblems, type UserCreate } from './domain/user.js';
 import { AppError, type FieldProblem } from './errors.js';
 import { isCommonPassword } from './passwords.js';
@@ -42,6 +50,8 @@ export interface SeedApplication {
   input: ApplicationCreate & { clientId: string };
   /** "replace": true: the seed may take over an application of that id that it did not create. */
   replace: boolean;
+  /** client_secret_basic/post: the secret, read from the variable clientSecretEnv names (never from the file). */
+  clientSecret?: string;
 }
 
 export interface SeedUser {
@@ -76,9 +86,18 @@ const SeedUserSchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** An application entry: a static application's fields (clientId required), and "replace". */
+const EnvName = (description: string) => Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$', description });
+
+/**
+ * An application entry: a static application's fields (clientId required), "replace", and for a client_secret_basic
+ * or client_secret_post application the environment variable that holds its secret.
+ */
 const SeedApplicationSchema = Type.Object(
-  { ...StaticApplicationSchema.properties, replace: Replace },
+  {
+    ...StaticApplicationSchema.properties,
+    clientSecretEnv: Type.Optional(EnvName('the environment variable that holds the client secret')),
+    replace: Replace,
+  },
   { additionalProperties: false },
 );
 
@@ -118,24 +137,94 @@ function entryName(kind: 'applications' | 'users', i: number, value: unknown): s
   return typeof id === 'string' ? `${kind}[${i}] (${key} ${JSON.stringify(id)})` : `${kind}[${i}]`;
 }
 
-function checkApplications(list: unknown[], problems: SeedProblem[]): SeedApplication[] {
+/** The secret clientSecretEnv names: required for a secret method, refused for the others. */
+function clientSecretOf(
+  entry: string,
+  method: string,
+  variable: string | undefined,
+  env: Record<string, string | undefined>,
+  problems: SeedProblem[],
+): string | undefined {
+  const hasSecret = (SECRET_METHODS as readonly string[]).includes(method);
+  const field = 'clientSecretEnv';
+  if (!hasSecret) {
+    if (variable !== undefined) {
+      problems.push({ entry, field, message: `a ${method} application has no client secret; remove clientSecretEnv` });
+    }
+    return undefined;
+  }
+  if (variable === undefined) {
+    problems.push({
+      entry,
+      field,
+      message:
+        `a ${method} application needs its secret from the environment: name the variable in ` +
+        '"clientSecretEnv" (generate the secret with: openssl rand -base64 32)',
+    });
+    return undefined;
+  }
+  const secret = env[variable];
+  if (!secret) {
+    problems.push({ entry, field, message: `environment variable ${variable} is not set` });
+    return undefined;
+  }
+  const problem = clientSecretProblem(secret);
+  if (problem) {
+    problems.push({ entry, field, message: `the value of ${variable} ${problem}; it has ${secret.length} characters` });
+    return undefined;
+  }
+  return secret;
+}
+
+function checkApplications(
+  list: unknown[],
+  env: Record<string, string | undefined>,
+  problems: SeedProblem[],
+): SeedApplication[] {
   const seen = new Map<string, string>();
   return list.map((value, i) => {
     const entry = entryName('applications', i, value);
-    problems.push(...toSeedProblems(entry, schemaProblems(SeedApplicationSchema, value)));
+    const raw = (value ?? {}) as Record<string, unknown>;
+    if (typeof value === 'object' && value !== null && 'clientSecret' in raw) {
+      problems.push({
+        entry,
+        field: 'clientSecret',
+        message:
+          'a literal client secret is not accepted in a seed file: put it in an environment variable and ' +
+          'name that variable in "clientSecretEnv"',
+      });
+    }
+    const { clientSecret: _literal, ...rest } = raw;
+    problems.push(...toSeedProblems(entry, schemaProblems(SeedApplicationSchema, rest)));
     // An unknown field does not hide a bad value elsewhere: the rules run on the known fields when their
     // shape is right.
-    const known = knownFields(value, SeedApplicationSchema.properties);
+    const known = knownFields(rest, SeedApplicationSchema.properties);
+    let clientSecret: string | undefined;
     if (schemaProblems(SeedApplicationSchema, known).length === 0) {
-      problems.push(...toSeedProblems(entry, applicationProblems(known as ApplicationCreate)));
+      const {
+        clientSecretEnv,
+        replace: _replace,
+        ...fields
+      } = known as ApplicationCreate & {
+        clientSecretEnv?: string;
+        replace?: boolean;
+      };
+      const settings = clientAuthSettings(fields);
+      problems.push(...toSeedProblems(entry, applicationProblems(fields)));
+      problems.push(...toSeedProblems(entry, clientAuthProblems(settings)));
+      clientSecret = clientSecretOf(entry, settings.tokenEndpointAuthMethod, clientSecretEnv, env, problems);
     }
-    const { replace, ...input } = (value ?? {}) as SeedApplication['input'] & { replace?: boolean };
+    const {
+      replace,
+      clientSecretEnv: _env,
+      ...input
+    } = rest as SeedApplication['input'] & { replace?: boolean; clientSecretEnv?: string };
     if (typeof input?.clientId === 'string') {
       const first = seen.get(input.clientId);
       if (first) problems.push({ entry, field: 'clientId', message: `the same client id as ${first}` });
       else seen.set(input.clientId, `applications[${i}]`);
     }
-    return { entry, input, replace: replace === true };
+    return { entry, input, replace: replace === true, ...(clientSecret !== undefined && { clientSecret }) };
   });
 }
 
@@ -212,7 +301,7 @@ export function parseSeed(json: unknown, file: string, env: Record<string, strin
     problems.push({ entry: '', field: key, message: 'must be an array' });
     return [];
   };
-  const applications = checkApplications(listOf('applications'), problems);
+  const applications = checkApplications(listOf('applications'), env, problems);
   const users = checkUsers(listOf('users'), env, problems);
   if (problems.length) throw new SeedError(file, problems);
   return { file, applications, users };

@@ -23,7 +23,7 @@ Usage: idp <command> [options]
 Commands:
   serve                  start the provider (applies pending migrations first)
   migrate                apply pending database migrations (--status to list them)
-  apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete
+  apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete, secret
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
   seed FILE              create the applications and users a seed file declares (idempotent; --dry-run)
   keys <subcommand>      signing keys: list, rotate, retire

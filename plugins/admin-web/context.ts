@@ -34,6 +34,7 @@ const NOTICES: Record<string, string> = {
   'sessions-revoked': 'Every session of this user was revoked.',
   'grants-revoked': 'Every grant of this user was revoked.',
   rotated: 'Keys rotated: the next key is now current.',
+  'secret-revoked': 'Client secret revoked: it no longer authenticates.',
 };
 
 export const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);

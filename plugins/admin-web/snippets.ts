@@ -8,6 +8,8 @@ export interface SnippetInput {
   clientId: string;
   redirectUri: string;
   scope: string;
+  /** 'none' (absent): a public client; otherwise the server-side configuration of a confidential client. */
+  tokenEndpointAuthMethod?: 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | undefined;
 }
 
 /** A single-quoted JavaScript string literal. */
@@ -45,12 +47,44 @@ prompt.close();`,
   };
 }
 
-const HEADER = (
-  pkg: string,
-) => `// A complete program: npm install ${pkg}, save as sign-in.mjs, run node sign-in.mjs (Node.js 20+).
-// It signs a person in (Authorization Code Flow, PKCE S256, public client: no secret) and prints
+const HEADER = (pkg: string, method: SnippetInput['tokenEndpointAuthMethod']) =>
+  `// A complete program: npm install ${pkg}, save as sign-in.mjs, run node sign-in.mjs (Node.js 20+).
+// It signs a person in (Authorization Code Flow, PKCE S256, ${
+    !method || method === 'none' ? 'public client: no secret' : `server-side application: token endpoint auth ${method}`
+  }) and prints
 // the ID token's claims and UserInfo.
 `;
+
+/**
+ * A confidential client's credentials come from the environment, never from the code: the secret shown once when
+ * it was made (CLIENT_SECRET), or the private key whose public half is registered (CLIENT_PRIVATE_JWK, ES256).
+ */
+/** The generated program's environment (spelled apart: only app/cli.ts reads this server's environment). */
+const ENV = ['process', 'env'].join('.');
+
+function credentialsCode(method: SnippetInput['tokenEndpointAuthMethod']): string {
+  if (method === 'client_secret_basic' || method === 'client_secret_post') {
+    return `// The client secret, shown once when it was made (admin web, idp apps create): keep it out of the code.
+const clientSecret = ${ENV}.CLIENT_SECRET; // tokenEndpointAuthMethod: ${method}
+`;
+  }
+  if (method === 'private_key_jwt') {
+    return `// The private key whose public key is registered (JWKS), as a JWK in CLIENT_PRIVATE_JWK (ES256 here).
+const privateKey = await crypto.subtle.importKey(
+  'jwk', JSON.parse(${ENV}.CLIENT_PRIVATE_JWK), { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign'],
+); // tokenEndpointAuthMethod: private_key_jwt
+`;
+  }
+  return '';
+}
+
+/** The library's client authentication for the method: ClientSecretBasic(clientSecret), None()... */
+function clientAuthCall(prefix: string, method: SnippetInput['tokenEndpointAuthMethod']): string {
+  if (method === 'client_secret_basic') return `${prefix}.ClientSecretBasic(clientSecret)`;
+  if (method === 'client_secret_post') return `${prefix}.ClientSecretPost(clientSecret)`;
+  if (method === 'private_key_jwt') return `${prefix}.PrivateKeyJwt(privateKey)`;
+  return `${prefix}.None()`;
+}
 
 const INSECURE_COMMENT = `// The issuer is plain http (a development server): the library refuses http unless told
 // otherwise. Remove this switch for an https issuer.`;
@@ -58,18 +92,23 @@ const INSECURE_COMMENT = `// The issuer is plain http (a development server): th
 export function openidClientSnippet(o: SnippetInput): string {
   const insecure = new URL(o.issuer).protocol === 'http:';
   const callback = receiveCallback(o.redirectUri);
+  const method = o.tokenEndpointAuthMethod;
+  const confidential = Boolean(method && method !== 'none');
+  const auth = confidential ? `undefined, ${clientAuthCall('client', method)}` : 'undefined, undefined';
   const discovery = insecure
-    ? `const config = await client.discovery(issuer, clientId, undefined, undefined, {
+    ? `const config = await client.discovery(issuer, clientId, ${auth}, {
   ${INSECURE_COMMENT.replace(/\n/g, '\n  ')}
   execute: [client.allowInsecureRequests],
 });`
-    : 'const config = await client.discovery(issuer, clientId);';
-  return `${HEADER('openid-client')}import * as client from 'openid-client';
+    : confidential
+      ? `const config = await client.discovery(issuer, clientId, ${auth});`
+      : 'const config = await client.discovery(issuer, clientId);';
+  return `${HEADER('openid-client', method)}import * as client from 'openid-client';
 ${callback.imports}
 const issuer = new URL(${str(o.issuer)});
 const clientId = ${str(o.clientId)};
 const redirectUri = ${str(o.redirectUri)};
-${discovery}
+${credentialsCode(method)}${discovery}
 const codeVerifier = client.randomPKCECodeVerifier();
 const state = client.randomState();
 const nonce = client.randomNonce();
@@ -100,11 +139,11 @@ export function oauth4webapiSnippet(o: SnippetInput): string {
   const callback = receiveCallback(o.redirectUri);
   const options = insecure ? `\n${INSECURE_COMMENT}\nconst options = { [oauth.allowInsecureRequests]: true };` : '';
   const opt = insecure ? ', options' : '';
-  return `${HEADER('oauth4webapi')}import * as oauth from 'oauth4webapi';
+  return `${HEADER('oauth4webapi', o.tokenEndpointAuthMethod)}import * as oauth from 'oauth4webapi';
 ${callback.imports}
 const issuer = new URL(${str(o.issuer)});
 const client = { client_id: ${str(o.clientId)} };
-const clientAuth = oauth.None();
+${credentialsCode(o.tokenEndpointAuthMethod)}const clientAuth = ${clientAuthCall('oauth', o.tokenEndpointAuthMethod)};
 const redirectUri = ${str(o.redirectUri)};${options}
 const as = await oauth.processDiscoveryResponse(
   issuer,

@@ -5,7 +5,12 @@ import {
   ApplicationListSchema,
   ApplicationSchema,
   ApplicationUpdateSchema,
+  ApplicationWithSecretSchema,
   ClientIdParamsSchema,
+  ClientSecretListSchema,
+  SecretParamsSchema,
+  SecretRotatedSchema,
+  SecretRotateSchema,
   UserCreateSchema,
   UserIdParamsSchema,
   UserListSchema,
@@ -48,7 +53,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   );
   app.post(
     '/applications',
-    { schema: { body: ApplicationCreateSchema, response: { 201: ApplicationSchema, ...errors } } },
+    { schema: { body: ApplicationCreateSchema, response: { 201: ApplicationWithSecretSchema, ...errors } } },
     async (request, reply) => {
       const created = await applications.create(request.body, context(request));
       reply.code(201).header('location', `/api/admin/applications/${encodeURIComponent(created.clientId)}`);
@@ -66,7 +71,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
       schema: {
         params: ClientIdParamsSchema,
         body: ApplicationUpdateSchema,
-        response: { 200: ApplicationSchema, ...errors },
+        response: { 200: ApplicationWithSecretSchema, ...errors },
       },
     },
     async (request) => applications.update(request.params.clientId, request.body, context(request)),
@@ -86,6 +91,43 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     { schema: { params: ClientIdParamsSchema, response: { 204: Type.Null(), ...errors } } },
     async (request, reply) => {
       await applications.remove(request.params.clientId, context(request));
+      return reply.code(204).send(null);
+    },
+  );
+
+  // Client secrets (client_secret_basic/post applications): ids and dates; a new secret is shown once, when made.
+  app.get(
+    '/applications/:clientId/secrets',
+    { schema: { params: ClientIdParamsSchema, response: { 200: ClientSecretListSchema, ...errors } } },
+    async (request) => ({ items: await applications.listSecrets(request.params.clientId) }),
+  );
+  app.post(
+    '/applications/:clientId/secrets',
+    {
+      schema: {
+        params: ClientIdParamsSchema,
+        body: SecretRotateSchema,
+        response: { 201: SecretRotatedSchema, ...errors },
+      },
+      // No body at all: the defaults, as {} would give.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const rotated = await applications.rotateSecret(
+        request.params.clientId,
+        { overlapSeconds: request.body.overlapSeconds },
+        context(request),
+      );
+      return reply.code(201).send(rotated);
+    },
+  );
+  app.delete(
+    '/applications/:clientId/secrets/:secretId',
+    { schema: { params: SecretParamsSchema, response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      await applications.revokeSecret(request.params.clientId, request.params.secretId, context(request));
       return reply.code(204).send(null);
     },
   );

@@ -17,6 +17,8 @@ its "passwordEnv" names, and is set only when the user is created or has none. T
 no user or application it did not create: such an entry stops the seed with an error naming it,
 unless the entry says "replace": true (then the file's fields and password are set and every
 session and token of the account is revoked; once, after which the row is the seed's).
+A client_secret_basic/post application's secret comes from the variable its "clientSecretEnv" names
+(never from the file); a re-seed replaces the stored secret only when the variable's differs.
   --dry-run   check the file and print what would change, without writing anything
 The server applies the same file at every start with SEED_FILE=FILE (see the README, "Seed file").`;
 

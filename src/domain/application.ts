@@ -199,6 +199,14 @@ export function clientAuthSettings(
   };
 }
 
+/** A client secret an operator supplies (SEED_FILE, from the environment): long enough and printable. */
+export function clientSecretProblem(secret: string): string | undefined {
+  if (secret.length < 32) return 'must be at least 32 characters (generate one: openssl rand -base64 32)';
+  if (secret.length > 256) return 'must be at most 256 characters';
+  if (!/^[\x21-\x7e]+$/.test(secret)) return 'must be printable ASCII without spaces';
+  return undefined;
+}
+
 const PRIVATE_KEY_PARTS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'];
 
 /**

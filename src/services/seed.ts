@@ -20,9 +20,11 @@ import type { Db, Tx } from '../../db/create-db.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { deleteConsents } from '../../db/repositories/consents.js';
 import { deleteUserEmailVerificationTokens } from '../../db/repositories/email-verification.js';
+import { findLiveClientSecret } from '../../db/repositories/client-secrets.js';
 import { findUserByEmail, updateUserRow } from '../../db/repositories/users.js';
+import { hashToken } from '../oauth/tokens.js';
 import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
-import type { Application, ApplicationCreate } from '../domain/application.js';
+import { DEFAULT_GRANT_TYPES, type Application, type ApplicationCreate } from '../domain/application.js';
 import type { User, UserCreate } from '../domain/user.js';
 import type { PasswordHasher } from '../passwords.js';
 import { SeedError, type SeedPlan, type SeedProblem } from '../seed.js';
@@ -58,7 +60,14 @@ function asDb(trx: Tx): Db {
   }) as unknown as Db;
 }
 
-const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+/** JSON with every object's keys sorted: a JWK Set read back from jsonb has its keys in another order. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value ?? null, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+const same = (a: unknown, b: unknown) => canonical(a) === canonical(b);
 
 function changedFields<T extends object>(current: T, wanted: Partial<T>, keys: Array<keyof T>): Array<keyof T> {
   return keys.filter((k) => !same(current[k], wanted[k]));
@@ -74,6 +83,11 @@ const APP_FIELDS = [
   'postVerificationRedirectPath',
   'allowedScopes',
   'enabled',
+  'tokenEndpointAuthMethod',
+  'pkce',
+  'grantTypes',
+  'jwks',
+  'jwksUri',
 ] as const satisfies Array<keyof ApplicationCreate & keyof Application>;
 
 /** What an application the seed creates has in the fields its entry leaves out. */
@@ -85,6 +99,11 @@ const APP_DEFAULTS = {
   postVerificationRedirectPath: null,
   allowedScopes: [...DEFAULT_ALLOWED_SCOPES],
   enabled: true,
+  tokenEndpointAuthMethod: 'none',
+  pkce: 'required',
+  grantTypes: [...DEFAULT_GRANT_TYPES],
+  jwks: null,
+  jwksUri: null,
 } satisfies Partial<ApplicationCreate>;
 
 /** What a user the seed creates has in the fields its entry leaves out (emailVerified: the parser's true). */
@@ -163,10 +182,22 @@ export async function applySeed(
     }
     if (foreign.length) throw new SeedError(plan.file, foreign);
 
-    for (const { input } of plan.applications) {
+    /**
+     * The secret in the environment becomes the application's current one unless it is already (then nothing
+     * changes): the previous secrets end at once. Whether it changed: "clientSecret" among the outcome's fields.
+     */
+    const secretChanged = async (clientId: string, secret: string | undefined): Promise<boolean> => {
+      if (secret === undefined) return false;
+      const current = await findLiveClientSecret(trx, clientId, hashToken(secret));
+      if (current && current.expires_at === null) return false;
+      if (!options.dryRun) await apps.rotateSecret(clientId, { overlapSeconds: 0, secret }, context);
+      return true;
+    };
+
+    for (const { input, clientSecret } of plan.applications) {
       const found = await apps.find(input.clientId);
       if (!found) {
-        if (!options.dryRun) await apps.create(input, context, { createdBy: 'seed' });
+        if (!options.dryRun) await apps.create(input, context, { createdBy: 'seed', clientSecret });
         outcomes.push({ type: 'application', key: input.clientId, action: 'created', fields: [] });
         continue;
       }
@@ -185,14 +216,20 @@ export async function applySeed(
             detail: { fields },
           });
         }
-        outcomes.push({ type: 'application', key: input.clientId, action: 'replaced', fields });
+        const secret = (await secretChanged(input.clientId, clientSecret)) ? ['clientSecret'] : [];
+        outcomes.push({ type: 'application', key: input.clientId, action: 'replaced', fields: [...fields, ...secret] });
         continue;
       }
       const given = APP_FIELDS.filter((k) => input[k] !== undefined);
-      const fields = given.filter((k) => !same(found[k], input[k]));
+      const fields: string[] = given.filter((k) => !same(found[k], input[k]));
       if (fields.length && !options.dryRun) {
-        await apps.update(input.clientId, Object.fromEntries(fields.map((k) => [k, input[k]])), context);
+        await apps.update(
+          input.clientId,
+          Object.fromEntries(fields.map((k) => [k, input[k as keyof typeof input]])),
+          context,
+        );
       }
+      if (await secretChanged(input.clientId, clientSecret)) fields.push('clientSecret');
       const action = fields.length ? 'updated' : 'unchanged';
       outcomes.push({ type: 'application', key: input.clientId, action, fields });
     }

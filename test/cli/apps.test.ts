@@ -165,3 +165,145 @@ t.test('apps: create, list, show, update, disable, enable, delete', { timeout: 2
     t.equal(gone.stdout, '');
   });
 });
+
+t.test('apps: server-side applications and their secrets (issue 33)', { timeout: 280_000 }, async (t) => {
+  const cli = await cliContext(t);
+  const create = ['apps', 'create', '--name', 'Server App', '--redirect-uri', 'https://rp.example.com/cb'];
+  const SECRET = /^Client secret: ([A-Za-z0-9_-]{43})$/m;
+  const SHOWN_ONCE = /This client secret is shown once: store it now/;
+  let clientId = '';
+  let secret = '';
+
+  await t.test('create --type confidential: the secret on stdout once, labelled; the warning on stderr', async (t) => {
+    const r = await cli.run([...create, '--type', 'confidential', '--pkce', 'optional']);
+    exits(t, r, 0);
+    secret = SECRET.exec(r.stdout)?.[1] ?? '';
+    t.ok(secret, 'labelled "Client secret:"');
+    t.match(r.stdout, /^Token endpoint auth: +client_secret_basic$/m);
+    t.match(r.stdout, /^Type: +confidential \(server-side\)$/m);
+    t.match(r.stdout, /^PKCE: +optional$/m);
+    t.match(r.stderr, SHOWN_ONCE);
+    t.notMatch(r.stderr, secret, 'the secret is on stdout only');
+    clientId = /^Created application (\S+)$/m.exec(r.stderr)?.[1] ?? '';
+    t.ok(clientId);
+  });
+  if (!clientId) return t.fail('create failed; the rest depends on it');
+
+  await t.test('show and list never print the secret', async (t) => {
+    const show = await cli.run(['apps', 'show', clientId, '--json']);
+    exits(t, show, 0);
+    t.notOk('clientSecret' in JSON.parse(show.stdout));
+    t.notMatch(show.stdout + show.stderr, secret);
+    const list = await cli.run(['apps', 'secret', 'list', clientId]);
+    exits(t, list, 0);
+    const lines = list.stdout.trimEnd().split('\n');
+    t.match(lines[0], /^SECRET ID\s+CREATED\s+ENDS$/);
+    t.equal(lines.length, 2);
+    t.match(lines[1], /^cs_\S+\s+\d{4}-\S+Z\s+-$/, 'the current secret has no end date');
+    t.notMatch(list.stdout, secret);
+  });
+
+  await t.test('secret rotate --overlap 1h: a new secret once; the old one ends in an hour', async (t) => {
+    const r = await cli.run(['apps', 'secret', 'rotate', clientId, '--overlap', '1h']);
+    exits(t, r, 0);
+    const next = SECRET.exec(r.stdout)?.[1];
+    t.ok(next);
+    t.not(next, secret);
+    t.match(r.stdout, /The previous secret \(cs_\S+\) stays valid until \d{4}-/);
+    t.match(r.stderr, SHOWN_ONCE);
+    const list = await cli.run(['apps', 'secret', 'list', clientId, '--json']);
+    exits(t, list, 0);
+    const items = JSON.parse(list.stdout).items as Array<{ id: string; expiresAt: string | null }>;
+    t.equal(items.length, 2);
+    const old = items.find((s) => s.expiresAt !== null)!;
+    const ends = Date.parse(old.expiresAt!) - Date.now();
+    t.ok(ends > 3000_000 && ends <= 3600_000, 'ends within the hour');
+
+    const revoke = await cli.run(['apps', 'secret', 'revoke', clientId, old.id]);
+    exits(t, revoke, 0);
+    t.equal(revoke.stdout.trim(), `Revoked secret ${old.id} of application ${clientId}`);
+    const after = JSON.parse((await cli.run(['apps', 'secret', 'list', clientId, '--json'])).stdout).items;
+    t.equal(after.length, 1);
+    const again = await cli.run(['apps', 'secret', 'revoke', clientId, old.id]);
+    exits(t, again, 1);
+    t.match(again.stderr, new RegExp(`^idp: Application ${clientId} has no secret ${old.id}$`, 'm'));
+  });
+
+  await t.test('rotate --json: the secret in the JSON document', async (t) => {
+    const r = await cli.run(['apps', 'secret', 'rotate', clientId, '--overlap', '0', '--json']);
+    exits(t, r, 0);
+    const body = JSON.parse(r.stdout);
+    t.match(body, { clientSecret: /^[A-Za-z0-9_-]{43}$/, secret: { id: /^cs_/, expiresAt: null } });
+    t.match(r.stderr, SHOWN_ONCE);
+    const items = JSON.parse((await cli.run(['apps', 'secret', 'list', clientId, '--json'])).stdout).items;
+    t.equal(items.length, 1, 'overlap 0: the previous secret ended at once');
+  });
+
+  await t.test('usage mistakes: exit 2 before the database', async (t) => {
+    for (const [args, message] of [
+      [[...create, '--type', 'server'], /--type must be one of public, confidential/],
+      [[...create, '--type', 'public', '--auth-method', 'client_secret_post'], /--type public has no --auth-method/],
+      [[...create, '--pkce', 'never'], /--pkce must be one of required, optional/],
+      [[...create, '--grant', 'password'], /--grant must be one of authorization_code/],
+      [['apps', 'secret', 'rotate', clientId, '--overlap', '2y'], /--overlap must be a duration/],
+      [['apps', 'secret', 'rotate', clientId, '--overlap', '31d'], /at most 30d/],
+      [['apps', 'secret', 'revoke', clientId], /expected a client id and a secret id/],
+      [['apps', 'secret', 'drop', clientId], /unknown subcommand "apps secret drop"/],
+      [[...create, '--type', 'confidential', '--jwks-file', '/nonexistent/jwks.json'], /cannot be read: ENOENT/],
+    ] as const) {
+      const r = await cli.run([...args]);
+      exits(t, r, 2, args.join(' '));
+      t.match(r.stderr, message);
+      t.equal(r.stdout, '');
+    }
+  });
+
+  await t.test('the domain rules, in the words of the flags', async (t) => {
+    const pkce = await cli.run([...create, '--pkce', 'optional']);
+    exits(t, pkce, 1);
+    t.match(pkce.stderr, /^idp: --pkce: a public client \(tokenEndpointAuthMethod none\) always requires PKCE$/m);
+    const jwt = await cli.run([...create, '--auth-method', 'private_key_jwt']);
+    exits(t, jwt, 1);
+    t.match(jwt.stderr, /--jwks-file: private_key_jwt needs exactly one of jwks and jwksUri/);
+    const grant = await cli.run([...create, '--grant', 'client_credentials']);
+    exits(t, grant, 1);
+    t.match(grant.stderr, /--grant: client_credentials needs a confidential client/);
+    const unknown = await cli.run(['apps', 'secret', 'list', 'no-such-app']);
+    exits(t, unknown, 1);
+    t.match(unknown.stderr, /^idp: No application with client id no-such-app$/m);
+  });
+
+  await t.test('private_key_jwt with --jwks-uri, and client_credentials: no secret printed', async (t) => {
+    const r = await cli.run([
+      ...create,
+      ...['--auth-method', 'private_key_jwt', '--jwks-uri', 'https://rp.example.com/jwks.json'],
+      ...['--grant', 'authorization_code', '--grant', 'refresh_token', '--grant', 'client_credentials', '--json'],
+    ]);
+    exits(t, r, 0);
+    const app = JSON.parse(r.stdout);
+    t.match(app, {
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      clientType: 'confidential',
+      jwksUri: 'https://rp.example.com/jwks.json',
+      jwks: null,
+      grantTypes: ['authorization_code', 'refresh_token', 'client_credentials'],
+    });
+    t.notOk('clientSecret' in app);
+    t.notMatch(r.stderr, SHOWN_ONCE);
+    const secrets = await cli.run(['apps', 'secret', 'rotate', app.clientId]);
+    exits(t, secrets, 1);
+    t.match(secrets.stderr, /authenticates with private_key_jwt: it has no client secret/);
+  });
+
+  await t.test('update --auth-method client_secret_post on a public app prints its first secret', async (t) => {
+    const created = JSON.parse((await cli.run([...create, '--json'])).stdout);
+    const r = await cli.run(['apps', 'update', created.clientId, '--auth-method', 'client_secret_post']);
+    exits(t, r, 0);
+    t.match(r.stdout, SECRET);
+    t.match(r.stderr, SHOWN_ONCE);
+    const rename = await cli.run(['apps', 'update', created.clientId, '--name', 'Renamed']);
+    exits(t, rename, 0);
+    t.notMatch(rename.stdout, /Client secret/);
+    t.notMatch(rename.stderr, SHOWN_ONCE);
+  });
+});

@@ -241,3 +241,48 @@ t.test('SEED_FILE at serve start: seeded before listening; a bad file stops the 
   server.child.kill('SIGTERM');
   t.equal((await server.exited).code, 0);
 });
+
+t.test(
+  'a server-side application: its secret from clientSecretEnv, never printed; rotated when it changes',
+  opts,
+  async (t) => {
+    const first = 'seed-cli-secret-one-0123456789abcdef';
+    const second = 'seed-cli-secret-two-0123456789abcdef';
+    const cli = await cliContext(t, { RP_SECRET: first });
+    const file = writeSeed(cli, 'seed.json', {
+      applications: [
+        {
+          clientId: 'server-rp',
+          clientName: 'Server RP',
+          redirectUris: ['http://localhost:8080/callback'],
+          tokenEndpointAuthMethod: 'client_secret_post',
+          clientSecretEnv: 'RP_SECRET',
+        },
+      ],
+    });
+    const created = await cli.run(['seed', file]);
+    exits(t, created, 0);
+    t.match(created.stdout, /^created application server-rp$/m);
+    const again = await cli.run(['seed', file]);
+    exits(t, again, 0);
+    t.match(again.stdout, /^unchanged application server-rp$/m, 'the same secret: nothing to do');
+    const changed = await cli.run(['seed', file, '--json'], { env: { RP_SECRET: second } });
+    exits(t, changed, 0);
+    t.same(parseJson<{ results: unknown[] }>(changed).results, [
+      { type: 'application', key: 'server-rp', action: 'updated', fields: ['clientSecret'] },
+    ]);
+    for (const r of [created, again, changed]) {
+      t.notMatch(r.stdout + r.stderr, first);
+      t.notMatch(r.stdout + r.stderr, second);
+    }
+    const { audit } = await snapshot(cli);
+    t.same(audit, ['application.created', 'application.secret_created', 'application.secret_rotated']);
+
+    const unset = await cli.run(['seed', file], { env: { RP_SECRET: '' } });
+    exits(t, unset, 1);
+    t.match(
+      unset.stderr,
+      /applications\[0\] \(clientId "server-rp"\): clientSecretEnv: environment variable RP_SECRET is not set/,
+    );
+  },
+);

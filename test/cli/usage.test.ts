@@ -64,7 +64,7 @@ t.test('idp --help prints the usage and exits 0', opts, async (t) => {
 t.test('idp apps --help prints the apps usage and exits 0', opts, async (t) => {
   const r = await runs.appsHelp;
   exits(t, r, 0);
-  t.match(r.stdout, /^Usage: idp apps <create\|list\|show\|update\|enable\|disable\|delete>/m);
+  t.match(r.stdout, /^Usage: idp apps <create\|list\|show\|update\|enable\|disable\|delete\|secret>/m);
   t.match(r.stdout, /--redirect-uri URI/);
   t.match(r.stdout, /delete\s+<clientId> --yes/);
   t.equal(r.stderr, '');

@@ -26,16 +26,24 @@ const signedIn = await adminBrowser.request(`${ctx.baseUrl}/login/sign-in`, {
 if (signedIn.status !== 303) throw new Error(`admin sign-in: ${signedIn.status}`);
 
 /** The snippets of the integration page of a new application with this redirect URI. */
-async function snippets(redirectUri: string) {
+async function snippets(
+  redirectUri: string,
+  tokenEndpointAuthMethod: 'none' | 'client_secret_basic' | 'client_secret_post' = 'none',
+) {
   const app = await ctx.app.services.applications.create(
-    { clientName: 'Snippet App', redirectUris: [redirectUri] },
+    { clientName: 'Snippet App', redirectUris: [redirectUri], tokenEndpointAuthMethod },
     { actor: 'test' },
   );
   const page = await adminBrowser.request(`${ctx.config.adminUrl}/applications/${app.clientId}/created`);
   if (page.status !== 200) throw new Error(`integration page: ${page.status}`);
   const code = (id: string) =>
     unescapeHtml(new RegExp(`<code id="snippet-${id}">([\\s\\S]*?)</code>`).exec(page.body)![1]!);
-  return { clientId: app.clientId, 'openid-client': code('openid-client'), oauth4webapi: code('oauth4webapi') };
+  return {
+    clientId: app.clientId,
+    clientSecret: app.clientSecret,
+    'openid-client': code('openid-client'),
+    oauth4webapi: code('oauth4webapi'),
+  };
 }
 
 for (const library of ['openid-client', 'oauth4webapi'] as const) {
@@ -72,6 +80,31 @@ for (const library of ['openid-client', 'oauth4webapi'] as const) {
     t.equal(await run.exit, 0, 'exits 0', { output: run.output() });
     t.match(run.output(), /ID token claims:[\s\S]*UserInfo:[\s\S]*snippet-user@example\.com/);
   });
+}
+
+// A server-side application (issue 33): the snippet reads the secret from CLIENT_SECRET and authenticates with the
+// application's method; the page (a GET, after the creation) holds no secret.
+for (const library of ['openid-client', 'oauth4webapi'] as const) {
+  for (const method of ['client_secret_basic', 'client_secret_post'] as const) {
+    t.test(`${library}, ${method}: the secret from the environment`, async (t) => {
+      const redirectUri = `http://127.0.0.1:${await freePort()}/callback`;
+      const page = await snippets(redirectUri, method);
+      const source = page[library];
+      t.notMatch(source, page.clientSecret!, 'the snippet holds no secret');
+      t.match(source, /process\.env\.CLIENT_SECRET/);
+      t.match(source, method === 'client_secret_basic' ? /ClientSecretBasic\(clientSecret\)/ : /ClientSecretPost/);
+      t.match(source, `server-side application: token endpoint auth ${method}`);
+      const run = runProgram(t, `admin-${library}-${method}.mjs`, source, 'node', {
+        CLIENT_SECRET: page.clientSecret!,
+      });
+      const [, url] = await run.waitFor(/Open in a browser:\n(\S+)\n/);
+      const callback = await signInAndConsent(ctx.baseUrl, url!, redirectUri, person.email, person.password);
+      t.equal((await fetch(callback)).status, 200);
+      t.equal(await run.exit, 0, 'exits 0', { output: run.output() });
+      t.match(run.output(), new RegExp(`aud: '${page.clientId}'`));
+      t.match(run.output(), /UserInfo:[\s\S]*email: 'snippet-user@example\.com'/);
+    });
+  }
 }
 
 t.test('an https issuer gets no insecure switch', async (t) => {

@@ -737,6 +737,13 @@ t.test('applications: create with bad input, then good; the created page; list a
       postVerificationRedirectPath: '/welcome',
       allowedScopes: ['openid', 'email', 'offline_access'],
       enabled: true,
+      // The form's default type (issue 33): a browser or mobile app, a public PKCE client.
+      tokenEndpointAuthMethod: 'none',
+      clientType: 'public',
+      pkce: 'required',
+      grantTypes: ['authorization_code', 'refresh_token'],
+      jwks: null,
+      jwksUri: null,
       source: 'database',
       createdAt: undefined,
       updatedAt: undefined,

@@ -18,6 +18,9 @@ const SPEC_PATHS = [
   ['get', '/api/public/oidc/scopes'],
   ['get', '/api/public/applications/{clientId}'],
   ['get', '/api/admin/applications'],
+  ['get', '/api/admin/applications/{clientId}/secrets'],
+  ['post', '/api/admin/applications/{clientId}/secrets'],
+  ['delete', '/api/admin/applications/{clientId}/secrets/{secretId}'],
   ['get', '/api/admin/audit-events'],
 ] as const;
 
