@@ -3,6 +3,7 @@
 // failed, 2 usage error (errors.ts maps each failure).
 import { adminCommand } from '../../src/cli/admin.js';
 import { appsCommand } from '../../src/cli/apps.js';
+import { conformanceCommand } from '../../src/cli/conformance.js';
 import { splitSubcommand } from '../../src/cli/args.js';
 import { envCommand } from '../../src/cli/env.js';
 import { reportError, UsageError } from '../../src/cli/errors.js';
@@ -28,6 +29,7 @@ Commands:
   keys <subcommand>      signing keys: list, rotate, retire
   admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default
+  conformance-config     the OpenID conformance suite's plan configuration (or seed file) for this deployment
 
 Global options:
   --json                 machine-readable output (one JSON document on stdout)
@@ -56,6 +58,7 @@ const COMMANDS = new Map<string, Command>([
   ['admin', withSubcommand('admin', adminCommand)],
   ['seed', seedCommand],
   ['env', (_rest, io) => envCommand(io)],
+  ['conformance-config', conformanceCommand],
 ]);
 
 export async function run(argv: string[], io: Io): Promise<number> {
