@@ -4,7 +4,8 @@
 // session never authenticates these routes. Tokens count only in the Authorization header; a request
 // that also carries `access_token` in the query string or a form body uses two methods, which RFC 6750
 // §2 forbids: it is refused before any lookup (401 here, 400 invalid_request on UserInfo). A token in the
-// query or body alone is simply no token (401, bare challenge).
+// query or body alone is simply no token (401, bare challenge), except on UserInfo, where a form-encoded POST body
+// may carry it (RFC 6750 §2.2, OIDC Core §5.3.1; the conformance module oidcc-userinfo-post-body).
 //   401 { error: "UNAUTHORIZED" } + WWW-Authenticate: Bearer [error="invalid_token" | error="invalid_request"]
 //   403 { error: "FORBIDDEN", missingScopes } + WWW-Authenticate: Bearer error="insufficient_scope", scope="..."
 import fp from 'fastify-plugin';
@@ -41,11 +42,16 @@ function unauthorized(reply: FastifyReply, tokenSent: boolean) {
 const TWO_WAYS: OAuthErrorDescription<'invalid_request'> =
   'the access token must be sent one way only, in the Authorization header (RFC 6750 section 2)';
 
+/** RFC 6750 §2.1 b64token, as in the header. */
+const BODY_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+const hasFormBody = (request: FastifyRequest) =>
+  /^application\/x-www-form-urlencoded/i.test(String(request.headers['content-type'] ?? ''));
+
 /** `access_token` in the query string or the form body, next to the Authorization header. */
 function tokenAlsoElsewhere(request: FastifyRequest): boolean {
   const has = (o: unknown) => typeof o === 'object' && o !== null && Object.hasOwn(o, 'access_token');
-  const formBody = /^application\/x-www-form-urlencoded/i.test(String(request.headers['content-type'] ?? ''));
-  return has(request.query) || (formBody && has(request.body));
+  return has(request.query) || (hasFormBody(request) && has(request.body));
 }
 
 export default fp(
@@ -53,8 +59,19 @@ export default fp(
     app.decorateRequest('bearer', undefined);
     // Created with the token issuer, which seeds its cache (createServices, src/compose.ts).
     const bearers = app.services.bearers;
-    async function authenticate(request: FastifyRequest): Promise<BearerAuth | 'missing' | 'invalid'> {
+    async function authenticate(
+      request: FastifyRequest,
+      bodyToken: boolean,
+    ): Promise<BearerAuth | 'missing' | 'invalid'> {
       const header = request.headers.authorization;
+      // UserInfo only (decisions.md, OIDC Core §5.3.1, RFC 6750 §2.2): with no Authorization header, a POST with a
+      // form-encoded body may carry the token as access_token. Never the query string.
+      if (!header && bodyToken && request.method === 'POST' && hasFormBody(request)) {
+        const token = (request.body as Record<string, unknown> | undefined)?.access_token;
+        if (token === undefined) return 'missing';
+        if (typeof token !== 'string' || !BODY_TOKEN.test(token) || token.length > 256) return 'invalid';
+        return (await bearers.authenticate(token)) ?? 'invalid';
+      }
       // RFC 6750 §3.1: without a Bearer credential (none, or another scheme) the challenge has no error code.
       if (!header || !/^Bearer(\s|$)/i.test(header)) return 'missing';
       const match = TOKEN.exec(header);
@@ -62,12 +79,12 @@ export default fp(
       return (await bearers.authenticate(match[1]!)) ?? 'invalid';
     }
 
-    function hook(required: string[], twoWays: (reply: FastifyReply) => FastifyReply) {
+    function hook(required: string[], twoWays: (reply: FastifyReply) => FastifyReply, bodyToken = false) {
       return async function requireScopes(request: FastifyRequest, reply: FastifyReply) {
         // A Bearer header plus a token elsewhere: refused without looking either up.
         if (/^Bearer(\s|$)/i.test(request.headers.authorization ?? '') && tokenAlsoElsewhere(request))
           return twoWays(reply.header('cache-control', 'no-store'));
-        const result = await authenticate(request);
+        const result = await authenticate(request, bodyToken);
         if (result === 'missing' || result === 'invalid') return unauthorized(reply, result === 'invalid');
         request.bearer = result;
         request.corsClientId = result.clientId;
@@ -93,11 +110,14 @@ export default fp(
       ),
     );
     app.decorate('requireUserInfoScopes', (...required: string[]) =>
-      hook(required, (reply) =>
-        reply
-          .code(400)
-          .header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`)
-          .send({ error: 'invalid_request', error_description: TWO_WAYS }),
+      hook(
+        required,
+        (reply) =>
+          reply
+            .code(400)
+            .header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`)
+            .send({ error: 'invalid_request', error_description: TWO_WAYS }),
+        true,
       ),
     );
   },

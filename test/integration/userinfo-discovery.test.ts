@@ -460,37 +460,61 @@ t.test(
   },
 );
 
-t.test('userinfo: tokens are accepted only in the Authorization header', async (t) => {
-  const { jar } = await signedInUser('query-token');
-  const { access_token: token } = await tokensFor(jar, 'openid');
-  expect401(t, await userinfo({}, { url: `${USERINFO}?access_token=${token}` }), {
-    tokenSent: false,
-    label: 'query string',
-  });
-  expect401(
-    t,
-    await userinfo(
+t.test(
+  'userinfo: the token in the Authorization header, or in a form-encoded POST body; never the query',
+  async (t) => {
+    const { jar } = await signedInUser('query-token');
+    const { access_token: token } = await tokensFor(jar, 'openid');
+    expect401(t, await userinfo({}, { url: `${USERINFO}?access_token=${token}` }), {
+      tokenSent: false,
+      label: 'query string',
+    });
+    // RFC 6750 §2.2, OIDC Core §5.3.1 (conformance module oidcc-userinfo-post-body).
+    const body = await userinfo(
       { 'content-type': 'application/x-www-form-urlencoded' },
       { method: 'POST', payload: `access_token=${token}` },
-    ),
-    {
-      tokenSent: false,
-      label: 'form body (RFC 6750 §2.2)',
-    },
-  );
-  expect401(
-    t,
-    await userinfo(
-      { 'content-type': 'application/x-www-form-urlencoded' },
-      { method: 'POST', url: `${USERINFO}?access_token=${token}`, payload: '' },
-    ),
-    {
-      tokenSent: false,
-      label: 'POST query string',
-    },
-  );
-  expect401(t, await userinfo({ cookie: `access_token=${token}` }), { tokenSent: false, label: 'a cookie' });
-});
+    );
+    t.equal(body.statusCode, 200, 'form body (RFC 6750 §2.2)');
+    t.equal(body.json().sub, (await userinfo(bearer(token))).json().sub);
+    t.equal(body.headers['cache-control'], 'no-store');
+    expect401(
+      t,
+      await userinfo(
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        { method: 'POST', payload: `access_token=${token}x` },
+      ),
+      { tokenSent: true, label: 'an unknown token in the form body' },
+    );
+    expect401(
+      t,
+      await userinfo(
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        { method: 'POST', payload: `access_token=${token}&access_token=${token}` },
+      ),
+      { tokenSent: true, label: 'a repeated access_token in the form body' },
+    );
+    expect401(
+      t,
+      await userinfo(
+        { 'content-type': 'application/json' },
+        { method: 'POST', payload: JSON.stringify({ access_token: token }) },
+      ),
+      { tokenSent: false, label: 'a JSON body is not a form body' },
+    );
+    expect401(
+      t,
+      await userinfo(
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        { method: 'POST', url: `${USERINFO}?access_token=${token}`, payload: '' },
+      ),
+      {
+        tokenSent: false,
+        label: 'POST query string',
+      },
+    );
+    expect401(t, await userinfo({ cookie: `access_token=${token}` }), { tokenSent: false, label: 'a cookie' });
+  },
+);
 
 t.test('userinfo: a disabled user or application is 401', async (t) => {
   const { user, jar } = await signedInUser('disabled');
