@@ -42,7 +42,7 @@ export function discoveryDocument(config: Config) {
     introspection_endpoint_auth_signing_alg_values_supported: CLIENT_AUTH_SIGNING_ALGS,
     code_challenge_methods_supported: ['S256'],
     claims_supported: CLAIMS_SUPPORTED,
-    claims_parameter_supported: false,
+    claims_parameter_supported: true,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     prompt_values_supported: ['none', 'login', 'consent', 'create'],

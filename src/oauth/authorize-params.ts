@@ -3,11 +3,13 @@
 // Parameters OpenID Connect Core defines that need nothing of us are accepted and not stored: `display` (one of
 // the four values §3.1.2.1 defines, like prompt's; the pages are the same for each), `ui_locales` and
 // `claims_locales` (preferences; the pages are English), `acr_values` (we assert no `acr`: §3.1.2.1 and §15.1 ask
-// only that its use not be an error). `claims` (§5.5) is parsed and kept with the request (parseClaimsParameter);
+// only that its use not be an error). `claims` (§5.5) is parsed and kept with the request (parseClaimsParameter),
+// and asks for the scopes that carry the claims it names (withClaimScopes);
 // `id_token_hint` is checked for length here and verified by the service (src/services/authorization.ts).
 import { OAuthError, parameterError } from './errors.js';
 import { isValidCodeChallenge } from './pkce.js';
 import { parseRequestedScope, splitScope } from './scope.js';
+import { SCOPES } from './scopes.js';
 
 export type RawParams = Record<string, string | string[] | undefined>;
 
@@ -46,9 +48,28 @@ export interface AuthorizeClient {
   clientType?: 'public' | 'confidential';
 }
 
-/** The response mode a request asks for, read before anything else can fail (its errors go back that way). */
+/**
+ * The response mode a request asks for, read before anything else can fail (its errors go back that way). A
+ * request object we refuse (request_not_supported) may name the mode only inside itself, as the conformance suite's
+ * form_post plan does: its unverified payload is read for that alone, since it only chooses how the refusal reaches
+ * the redirect_uri already verified from the outer parameters.
+ */
 export function requestedResponseMode(raw: RawParams): 'form_post' | undefined {
-  return raw.response_mode === 'form_post' ? 'form_post' : undefined;
+  if (raw.response_mode !== undefined) return raw.response_mode === 'form_post' ? 'form_post' : undefined;
+  return typeof raw.request === 'string' && unverifiedClaim(raw.request, 'response_mode') === 'form_post'
+    ? 'form_post'
+    : undefined;
+}
+
+function unverifiedClaim(jwt: string, name: string): unknown {
+  const payload = jwt.split('.')[1];
+  if (!payload || payload.length > 8192) return undefined;
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    return isObject(claims) ? claims[name] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const CLAIM_REQUEST_MEMBERS = new Set(['essential', 'value', 'values']);
@@ -89,6 +110,27 @@ export function parseClaimsParameter(value: string): RequestedClaims {
     claims[member] = out;
   }
   return claims;
+}
+
+/**
+ * A claim asked for by name (§5.5) asks for the scope that carries it in the one scope table (decisions.md,
+ * "Scopes and claims"): `{"userinfo":{"name":null}}` with scope `openid` asks for `profile` as well, when the
+ * application may have it. So the consent page names what will be released, the user's consent and the grant
+ * record it the one way they record everything, and UserInfo serves it by scope as always (ID tokens carry no
+ * profile claims: decisions.md). Unknown claims, and claims of a scope the application may not have, are
+ * ignored (§5.5: a request, not a demand, even when essential).
+ */
+export function withClaimScopes(scope: string[], claims: RequestedClaims, allowed: readonly string[]): string[] {
+  if (!scope.includes('openid')) return scope;
+  const names = [...Object.keys(claims.userinfo ?? {}), ...Object.keys(claims.id_token ?? {})];
+  const added = SCOPES.filter(
+    (s) =>
+      s.name !== 'openid' &&
+      !scope.includes(s.name) &&
+      allowed.includes(s.name) &&
+      (s.claims as readonly string[]).some((c) => names.includes(c)),
+  ).map((s) => s.name);
+  return added.length ? [...scope, ...added] : scope;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -181,7 +223,7 @@ export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redir
   return {
     client_id: app.clientId,
     redirect_uri: redirectUri,
-    scope,
+    scope: claims ? withClaimScopes(scope, claims, app.allowedScopes) : scope,
     ...(codeChallenge !== undefined && { code_challenge: codeChallenge }),
     prompt,
     ...(state !== undefined && { state }),

@@ -123,8 +123,7 @@ t.test('display, ui_locales, claims_locales, acr_values, claims and unknown para
     ['ui_locales', { ui_locales: 'se fr-CA en' }],
     ['claims_locales', { claims_locales: 'se fr-CA en' }],
     ['acr_values', { acr_values: '1 2' }],
-    ['claims essential', { claims: JSON.stringify({ userinfo: { name: { essential: true } } }) }],
-    ['claims for the id_token', { claims: JSON.stringify({ id_token: { email: null, acr: { essential: true } } }) }],
+    ['claims of a granted scope', { claims: JSON.stringify({ userinfo: { sub: { essential: true } } }) }],
     ['unknown parameters', { foo: 'bar', extra_unknown_param: '1' }],
   ] as const) {
     const code = expectCode(t, await authorize(extra, jar), label);
@@ -159,6 +158,37 @@ t.test('display, ui_locales, claims_locales, acr_values, claims and unknown para
     .where('id', '=', requestId)
     .executeTakeFirstOrThrow();
   t.same(stored.params.claims, { userinfo: { name: { essential: true } } }, 'claims kept');
+  t.same(stored.params.scope, ['openid', 'profile'], 'a claim asks for the scope that carries it');
+});
+
+t.test('claims: a claim by name asks for its scope, so the user is asked to consent to it', async (t) => {
+  const { jar } = await signedInUser('claims-scope');
+  for (const [label, claims, scope] of [
+    ['userinfo name (essential)', { userinfo: { name: { essential: true } } }, ['openid', 'profile']],
+    ['id_token email, unknown acr', { id_token: { email: null, acr: { essential: true } } }, ['openid', 'email']],
+  ] as const) {
+    const res = await authorize({ claims: JSON.stringify(claims) }, jar);
+    t.equal(res.statusCode, 303, label);
+    const location = new URL(String(res.headers.location));
+    t.match(location.pathname, /\/consent$/, `${label}: to the consent page, for the scope not yet consented`);
+    const stored = await database.db
+      .selectFrom('authorization_requests')
+      .select('params')
+      .where('id', '=', location.searchParams.get('request')!)
+      .executeTakeFirstOrThrow();
+    t.same(stored.params.scope, scope, `${label}: the scope`);
+  }
+  // A claim of a scope the application may not have is ignored (a request, not a demand).
+  const narrow = await authorize(
+    { client_id: otherClient.clientId, claims: JSON.stringify({ userinfo: { name: { essential: true } } }) },
+    jar,
+  );
+  const narrowStored = await database.db
+    .selectFrom('authorization_requests')
+    .select('params')
+    .where('id', '=', new URL(String(narrow.headers.location)).searchParams.get('request')!)
+    .executeTakeFirstOrThrow();
+  t.same(narrowStored.params.scope, ['openid'], 'a scope the application may not have is not added');
 });
 
 t.test(

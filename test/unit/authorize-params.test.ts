@@ -3,7 +3,13 @@
 // PKCE policy per application (decisions.md, Protocol: optional only for a confidential client, and then an
 // OpenID Connect request without PKCE carries a nonce).
 import t from 'tap';
-import { parseAuthorizeParams, parseClaimsParameter, type RawParams } from '../../src/oauth/authorize-params.js';
+import {
+  parseAuthorizeParams,
+  parseClaimsParameter,
+  requestedResponseMode,
+  withClaimScopes,
+  type RawParams,
+} from '../../src/oauth/authorize-params.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 
@@ -169,4 +175,32 @@ t.test('PKCE: always for a public client; optional only for a confidential clien
     { error: 'invalid_request', description: 'code_challenge_method is required and must be S256' },
     'a challenge without a method',
   );
+});
+
+t.test(
+  'the response mode of a refused request object: read from its payload only to deliver the refusal',
+  async (t) => {
+    const object = (claims: Record<string, unknown>) =>
+      `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
+    t.equal(requestedResponseMode({ request: object({ response_mode: 'form_post' }) }), 'form_post');
+    t.equal(requestedResponseMode({ request: object({ response_mode: 'query' }) }), undefined);
+    t.equal(
+      requestedResponseMode({ response_mode: 'query', request: object({ response_mode: 'form_post' }) }),
+      undefined,
+      'the outer parameter wins',
+    );
+    t.equal(requestedResponseMode({ request: 'not-a-jwt' }), undefined);
+    t.equal(requestedResponseMode({ request: 'a.%%%.c' }), undefined);
+    t.equal(requestedResponseMode({ request: object({}) }), undefined);
+  },
+);
+
+t.test('claims: a claim by name asks for the scope that carries it, if the application may have it', async (t) => {
+  const all = ['openid', 'profile', 'email', 'offline_access', 'permissions'];
+  t.same(withClaimScopes(['openid'], { userinfo: { name: { essential: true } } }, all), ['openid', 'profile']);
+  t.same(withClaimScopes(['openid'], { id_token: { email_verified: null } }, all), ['openid', 'email']);
+  t.same(withClaimScopes(['openid'], { userinfo: { name: null } }, ['openid']), ['openid'], 'not allowed: ignored');
+  t.same(withClaimScopes(['openid'], { userinfo: { address: null, sub: null } }, all), ['openid'], 'unknown, sub');
+  t.same(withClaimScopes(['openid', 'profile'], { userinfo: { given_name: null } }, all), ['openid', 'profile']);
+  t.same(withClaimScopes(['profile'], { userinfo: { email: null } }, all), ['profile'], 'not OpenID Connect');
 });
