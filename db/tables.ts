@@ -48,6 +48,8 @@ export interface ApplicationsTable {
   jwks: ColumnType<{ keys: object[] } | null, string | null | undefined, string | null>;
   /** where they are published. */
   jwks_uri: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Only sessions with a second factor may sign in to this application (0018-second-factors). */
+  require_mfa: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -111,6 +113,8 @@ export interface SessionsTable {
   revoked_at: Date | null;
   ip: string | null;
   user_agent: string | null;
+  /** RFC 8176 authentication methods of this session (migration 0018); a step-up adds to them. */
+  amr: ColumnType<string[], string | undefined, string>;
 }
 
 export interface AuthorizationRequestParams {
@@ -169,6 +173,8 @@ export interface GrantsTable {
   created_at: Timestamp;
   revoked_at: Date | null;
   auth_time: Date | null;
+  /** The session's amr when the grant was made; null for grants older than migration 0018. */
+  amr: ColumnType<string[] | null, string | null | undefined, string | null>;
 }
 
 /** Codes stored by the releases before sealed codes (0012-sealed-codes): redeemed until they expire. */
@@ -300,6 +306,75 @@ export interface Database {
   email_change_tokens: EmailChangeTokensTable;
   admin_setup_tokens: AdminSetupTokensTable;
   sign_up_requests: SignUpRequestsTable;
+  webauthn_credentials: WebauthnCredentialsTable;
+  totp_factors: TotpFactorsTable;
+  recovery_codes: RecoveryCodesTable;
+  webauthn_challenges: WebauthnChallengesTable;
+  pending_sign_ins: PendingSignInsTable;
+}
+
+/** A passkey (migration 0018): the public key only, base64url. */
+export interface WebauthnCredentialsTable {
+  id: string;
+  user_id: string;
+  /** base64url, as the browser reports it. */
+  credential_id: string;
+  /** The COSE public key, base64url. */
+  public_key: string;
+  /** The signature counter (0 for authenticators that do not count); pg returns bigint as a string. */
+  counter: ColumnType<string, number | string | undefined, number | string>;
+  transports: ColumnType<string[], string | undefined, string>;
+  /** singleDevice or multiDevice (backup eligible). */
+  device_type: string;
+  backed_up: boolean;
+  aaguid: string | null;
+  name: string;
+  created_at: Timestamp;
+  last_used_at: Date | null;
+}
+
+/** A user's TOTP secret (migration 0018), sealed with SECRET_KEY; unconfirmed until a first code. */
+export interface TotpFactorsTable {
+  user_id: string;
+  secret: string;
+  confirmed_at: Date | null;
+  /** The last time step (unix time / 30) accepted: a code of that step or an earlier one is refused. */
+  last_step: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  created_at: Timestamp;
+  last_used_at: Date | null;
+}
+
+export interface RecoveryCodesTable {
+  id: string;
+  user_id: string;
+  code_hash: string;
+  created_at: Timestamp;
+  used_at: Date | null;
+}
+
+export interface WebauthnChallengesTable {
+  id: string;
+  challenge: string;
+  /** register | authenticate (passkey sign-in) | second-factor */
+  purpose: string;
+  user_id: string | null;
+  browser_hash: string;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
+/** A first factor passed, the second not yet (migration 0018). */
+export interface PendingSignInsTable {
+  id: string;
+  token_hash: string;
+  user_id: string;
+  amr: ColumnType<string[], string, string>;
+  request_id: string | null;
+  attempts: ColumnType<number, number | undefined, number>;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
 }
 
 export type UserRow = Selectable<UsersTable>;

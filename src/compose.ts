@@ -26,6 +26,7 @@ import {
   type SelfServiceGuards,
 } from './services/self-service/index.js';
 import { createSessionService, type SessionService } from './services/sessions.js';
+import { createFactorService, type FactorService } from './services/factors/index.js';
 import {
   createSigningKeyService,
   JWKS_MAX_AGE_SECONDS,
@@ -54,6 +55,8 @@ export interface Services {
   keys: KeyStore;
   sessions: SessionService;
   accounts: AccountService;
+  /** Second factors (issue 34): what a user holds, pending second-factor sign-ins, factor changes. */
+  factors: FactorService;
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
@@ -174,6 +177,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     ttlSeconds: config.ttl.session,
     idleSeconds: config.ttl.sessionIdle,
   });
+  const factors = createFactorService({ db: writes, config, mailer, sessions });
   const emailChanges = createEmailChangeService({ db: writes, config, mailer });
   const recovery = createRecoveryService({ db: writes, config, mailer, log, passwords });
   const accounts = createAccountService({
@@ -185,6 +189,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     emailChanges,
     recovery,
     passwords,
+    factors,
   });
   // A password set by an operator (admin API, admin web, CLI) is announced like a completed reset.
   users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
@@ -213,6 +218,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     keys,
     sessions,
     accounts,
+    factors,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys }),

@@ -68,6 +68,16 @@ export interface Config {
   bearerCacheSeconds: number;
   /** Origins besides the login origin that may call the cookie token endpoints. */
   firstPartyOrigins: string[];
+  /**
+   * Second factors (issue 34): MFA off|optional|required, ADMIN_MFA, and the WebAuthn relying party derived
+   * from LOGIN_URL (its host is the RP ID; its origin the one origin a passkey ceremony may come from).
+   */
+  mfa: {
+    mode: 'off' | 'optional' | 'required';
+    admin: 'optional' | 'required';
+    rpId: string;
+    origins: string[];
+  };
   /** Waits before each retry of a failed mail, in milliseconds. */
   mailRetryDelaysMs: number[];
   rateLimits: {
@@ -94,6 +104,8 @@ export interface Config {
     unverifiedAccount: number;
     adminSetup: number;
     adminFreshness: number;
+    /** Adding or removing a factor needs an authentication this recent (MFA_FRESHNESS). */
+    mfaFreshness: number;
   };
 }
 
@@ -328,6 +340,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   }
 
   if (problems.length > 0) throw new ConfigError(problems);
+  const loginUrl = stripSlash(parsed.LOGIN_URL ?? `${baseUrl}/login`);
 
   return {
     env: parsed.NODE_ENV,
@@ -335,7 +348,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     host: parsed.HOST,
     baseUrl,
     issuer: `${baseUrl}/api/auth`,
-    loginUrl: stripSlash(parsed.LOGIN_URL ?? `${baseUrl}/login`),
+    loginUrl,
     adminUrl: stripSlash(parsed.ADMIN_URL ?? `${baseUrl}/admin`),
     databaseUrl: parsed.DATABASE_URL,
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
@@ -363,6 +376,12 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     corsCacheSeconds: parsed.CORS_CACHE_TTL,
     bearerCacheSeconds: parsed.BEARER_CACHE_SECONDS,
     firstPartyOrigins,
+    mfa: {
+      mode: parsed.MFA,
+      admin: parsed.ADMIN_MFA,
+      rpId: new URL(loginUrl).hostname,
+      origins: [new URL(loginUrl).origin],
+    },
     mailRetryDelaysMs:
       parsed.MAIL_RETRY_DELAYS === 'none'
         ? []
@@ -388,6 +407,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       unverifiedAccount: parsed.UNVERIFIED_ACCOUNT_TTL,
       adminSetup: parsed.ADMIN_SETUP_TTL,
       adminFreshness: parsed.ADMIN_FRESHNESS,
+      mfaFreshness: parsed.MFA_FRESHNESS,
     },
   };
 }

@@ -256,6 +256,20 @@ export const EnvSchema = Type.Object({
     600,
     'an admin must have entered their password within this many seconds for dangerous actions (delete, rotate)',
   ),
+  MFA: Type.Union([Type.Literal('off'), Type.Literal('optional'), Type.Literal('required')], {
+    default: 'optional',
+    description:
+      'off, optional or required: second factors (passkeys, TOTP, recovery codes). optional: users may enrol one ' +
+      'and are then always asked for it; required: every user must enrol one at sign-in; off: none offered or asked',
+  }),
+  ADMIN_MFA: Type.Union([Type.Literal('optional'), Type.Literal('required')], {
+    default: 'optional',
+    description: 'optional or required: required refuses the admin web to an administrator without a second factor',
+  }),
+  MFA_FRESHNESS: Seconds(
+    300,
+    'adding or removing a second factor needs an authentication (password or factor) within this many seconds',
+  ),
   FIRST_PARTY_ORIGINS: Type.String({
     default: '',
     description:

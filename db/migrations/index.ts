@@ -17,6 +17,7 @@ import * as m0013 from './0013-sign-up-requests.js';
 import * as m0015 from './0015-created-by.js';
 import * as m0016 from './0016-sign-up-browser.js';
 import * as m0017 from './0017-confidential-clients.js';
+import * as m0018 from './0018-second-factors.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0015-created-by': m0015,
   '0016-sign-up-browser': m0016,
   '0017-confidential-clients': m0017,
+  '0018-second-factors': m0018,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -24,6 +24,11 @@ export function expiryRules(options: { sessionIdleSeconds: number; unverifiedAcc
     { table: 'sign_up_requests', where: 'expires_at < now()' },
     // The jti of a private_key_jwt assertion is kept only while the assertion could be replayed.
     { table: 'client_assertion_jtis', where: 'expires_at < now()' },
+    // Second factors (issue 34): ceremonies and sign-ins waiting for a second factor are short-lived;
+    // a TOTP enrolment never confirmed with a first code goes after a day.
+    { table: 'webauthn_challenges', where: 'expires_at < now()' },
+    { table: 'pending_sign_ins', where: 'expires_at < now()' },
+    { table: 'totp_factors', where: "confirmed_at is null and created_at < now() - interval '1 day'" },
     // Self-registered accounts that never verified their address (issue 31): their sessions, grants,
     // tokens and links go with them (on delete cascade). Accounts an operator made never expire.
     {

@@ -14,23 +14,33 @@ export async function insertSession(
     expires_at: Date;
     ip: string | null;
     user_agent: string | null;
+    /** RFC 8176 methods (src/domain/mfa.ts); the column's default is ["pwd"]. */
+    amr?: string[];
   },
 ): Promise<SessionRow> {
-  return db.insertInto('sessions').values(row).returningAll().executeTakeFirstOrThrow();
+  const { amr, ...rest } = row;
+  return db
+    .insertInto('sessions')
+    .values({ ...rest, ...(amr && { amr: JSON.stringify(amr) }) })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 const SIGNED_IN = `with s as (
-  insert into sessions (id, token_hash, user_id, auth_time, expires_at, ip, user_agent)
-  values ($1::text, $2::text, $3::text, $4::timestamptz, $5::timestamptz, $6::text, $7::text)
-  returning id
+  insert into sessions (id, token_hash, user_id, auth_time, expires_at, ip, user_agent, amr)
+  values ($1::text, $2::text, $3::text, $4::timestamptz, $5::timestamptz, $6::text, $7::text, $8::jsonb)
+  returning id, amr
 )
 insert into audit_events (type, user_id, ip, detail)
-select 'user.signed_in', $3::text, $6::text, jsonb_build_object('sessionId', s.id) from s`;
+select 'user.signed_in', $3::text, $6::text, jsonb_build_object('sessionId', s.id, 'amr', s.amr) from s`;
 
-/** A new session after a password sign-in and its user.signed_in event, in one statement. */
-export async function insertSignedInSession(db: Db, row: Parameters<typeof insertSession>[1]): Promise<void> {
-  const { id, token_hash, user_id, auth_time, expires_at, ip, user_agent } = row;
-  const parameters = [id, token_hash, user_id, auth_time, expires_at, ip, user_agent];
+/** A new session after a sign-in and its user.signed_in event (with the session's amr), in one statement. */
+export async function insertSignedInSession(
+  db: Db,
+  row: Parameters<typeof insertSession>[1] & { amr: string[] },
+): Promise<void> {
+  const { id, token_hash, user_id, auth_time, expires_at, ip, user_agent, amr } = row;
+  const parameters = [id, token_hash, user_id, auth_time, expires_at, ip, user_agent, JSON.stringify(amr)];
   await executePrepared(db, 'idp_signed_in', CompiledQuery.raw(SIGNED_IN, parameters));
 }
 
@@ -42,7 +52,7 @@ export async function insertSignedInSession(db: Db, row: Parameters<typeof inser
 // (issuance.ts), so that both judge a session alike: `liveSessionCtes(hash, idle, touch)` with the numbers
 // of the parameters holding the cookie's hash, the idle timeout and the touch interval.
 export const liveSessionCtes = (hash: number, idle: number, touch: number) => `s as (
-  select id, user_id, auth_time from sessions
+  select id, user_id, auth_time, amr from sessions
    where token_hash = $${hash}::text and revoked_at is null and expires_at > now()
      and last_seen_at > now() - make_interval(secs => $${idle}::double precision)
 ), touched as (
@@ -51,12 +61,12 @@ export const liveSessionCtes = (hash: number, idle: number, touch: number) => `s
 )`;
 
 const LIVE_SESSION = `with ${liveSessionCtes(1, 2, 3)}
-select s.id as session_id, s.auth_time, u.id, u.email, u.email_verified, u.name, u.given_name, u.family_name,
+select s.id as session_id, s.auth_time, s.amr, u.id, u.email, u.email_verified, u.name, u.given_name, u.family_name,
   u.picture, u.permissions, u.disabled, u.role
 from s join users u on u.id = s.user_id and u.disabled = false`;
 
 export interface LiveSession {
-  session: { id: string; auth_time: Date };
+  session: { id: string; auth_time: Date; amr: string[] };
   user: AccountUserColumns;
 }
 
@@ -86,11 +96,11 @@ export async function findLiveSession(
   touchSeconds: number,
 ): Promise<LiveSession | undefined> {
   const query = CompiledQuery.raw(LIVE_SESSION, [tokenHash, idleSeconds, touchSeconds]);
-  type Row = AccountUserColumns & { session_id: string; auth_time: Date };
+  type Row = AccountUserColumns & { session_id: string; auth_time: Date; amr: string[] };
   const [row] = await executePrepared(db, 'idp_live_session', query as CompiledQuery<Row>);
   if (!row) return undefined;
-  const { session_id, auth_time, ...user } = row;
-  return { session: { id: session_id, auth_time }, user };
+  const { session_id, auth_time, amr, ...user } = row;
+  return { session: { id: session_id, auth_time, amr }, user };
 }
 
 export async function revokeSessionByHash(db: Db, tokenHash: string): Promise<SessionRow | undefined> {
@@ -116,4 +126,38 @@ export async function revokeUserSessions(db: Db, userId: string, sessionId?: str
     .where('revoked_at', 'is', null);
   if (sessionId) q = q.where('id', '=', sessionId);
   return (await q.returning('id').execute()).map((r) => r.id);
+}
+
+/**
+ * A step-up (issue 34): the live session `sessionId` of `userId` gets the methods `amr` (the caller has combined
+ * them with the session's own: src/domain/mfa.ts combineAmr) and a new auth_time (the user just authenticated).
+ * Undefined when the session is no longer live.
+ */
+export async function stepUpSession(
+  db: Db,
+  sessionId: string,
+  userId: string,
+  amr: string[],
+): Promise<SessionRow | undefined> {
+  return db
+    .updateTable('sessions')
+    .set({ amr: JSON.stringify(amr), auth_time: sql`now()` })
+    .where('id', '=', sessionId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** The session `sessionId` of `userId`, locked, if it is not revoked (the step-up reads its amr under this lock). */
+export async function lockSession(db: Db, sessionId: string, userId: string): Promise<SessionRow | undefined> {
+  return db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('id', '=', sessionId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
 }

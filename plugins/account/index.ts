@@ -17,6 +17,7 @@ import { ACCOUNT_STYLESHEET } from './layout.js';
 import { registerApplicationPages } from './application-pages.js';
 import { registerProfilePages } from './profile-pages.js';
 import { registerSecurityPages } from './security-pages.js';
+import { createFactorPages } from './factor-pages.js';
 
 export interface AccountPagesOptions {
   config: Config;
@@ -31,6 +32,7 @@ const accountPages: FastifyPluginAsyncTypebox<AccountPagesOptions> = async (app,
 
   registerProfilePages(context);
   registerSecurityPages(context);
+  createFactorPages(context);
   registerApplicationPages(context);
 
   // Where the sign-out of this browser's own session (from the sessions list) and the deletion land.

@@ -5,7 +5,7 @@
 // to the string, so the line after it starts at column 0 (indentation there would become part of the output).
 import { CSS, hidden, html, htmlDocument, type Html } from '../pages/kit.js';
 
-export type AccountTab = 'profile' | 'security' | 'applications';
+export type AccountTab = 'profile' | 'security' | 'sign-in-methods' | 'applications';
 
 /** Errors of one form: messages by field name, and one for the form as a whole. */
 export interface FormErrors {
@@ -17,6 +17,7 @@ export interface FormErrors {
 const TABS: Array<{ tab: AccountTab; path: string; label: string }> = [
   { tab: 'profile', path: '', label: 'Profile' },
   { tab: 'security', path: '/security', label: 'Security' },
+  { tab: 'sign-in-methods', path: '/sign-in-methods', label: 'Sign-in methods' },
   { tab: 'applications', path: '/applications', label: 'Applications' },
 ];
 

@@ -4,6 +4,8 @@
 //    setSessionCookie, clearSessionCookie, signOut;
 //  - the browser binding of pending authorization requests (`__Host-idp.authz`): browserBinding, bindBrowser;
 //  - the sign-up cookie (`__Host-idp.signup`): signUpBrowser, bindSignUpBrowser;
+//  - the sign-in waiting for its second factor (`__Host-idp.mfa`, issue 34): pendingSignInToken,
+//    setPendingSignInCookie, clearPendingSignInCookie;
 //  - the device cookie of the sign-in limits (`__Secure-idp.device`): deviceCookie, used by rate-limit.ts
 //    (its signed value: src/device-cookie.ts);
 //  - the CSRF double-submit cookie of the hosted forms (`__Host-idp.csrf`): createCsrf.
@@ -20,6 +22,7 @@ import type { SessionContext } from '../../src/domain/session.js';
 import { AppError } from '../../src/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { generateToken } from '../../src/oauth/tokens.js';
+import { PENDING_SIGN_IN_SECONDS } from '../../src/services/factors/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -49,6 +52,11 @@ declare module 'fastify' {
      * alike) and lasting as long as a sign-up link; the pending sign-up stores only its hash.
      */
     bindSignUpBrowser(request: FastifyRequest, reply: FastifyReply): string;
+    /** The secret of this browser's sign-in waiting for a second factor (services.factors.pending), if any. */
+    pendingSignInToken(request: FastifyRequest): string | undefined;
+    /** Sets the pending sign-in's cookie (HttpOnly, as long as the pending sign-in lives). */
+    setPendingSignInCookie(reply: FastifyReply, token: string): FastifyReply;
+    clearPendingSignInCookie(reply: FastifyReply): FastifyReply;
   }
 }
 
@@ -120,6 +128,17 @@ export default fp(
     });
     app.decorate('signUpBrowser', signUpBrowser.read);
     app.decorate('bindSignUpBrowser', signUpBrowser.bind);
+    // A sign-in waiting for its second factor (issue 34): the secret of the pending sign-in, this browser's only.
+    const pendingName = config.cookieSecure ? '__Host-idp.mfa' : 'idp.mfa';
+    const pendingAttributes = { ...sessionCookie, maxAge: PENDING_SIGN_IN_SECONDS };
+    app.decorate('pendingSignInToken', (request: FastifyRequest) => {
+      const value = request.cookies?.[pendingName];
+      return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
+    });
+    app.decorate('setPendingSignInCookie', (reply: FastifyReply, token: string) =>
+      reply.setCookie(pendingName, token, pendingAttributes),
+    );
+    app.decorate('clearPendingSignInCookie', (reply: FastifyReply) => reply.clearCookie(pendingName, sessionCookie));
   },
   { name: 'browser-session', dependencies: ['services'] },
 );

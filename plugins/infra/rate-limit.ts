@@ -93,8 +93,11 @@ export const IPV6_AGGREGATES: Partial<Record<RateLimitRule, RateLimitRule>> = {
   RESET_REQUEST_IP: 'RESET_REQUEST_IP48',
 };
 
-/** The errors that mean "wrong password" and so count as a failure of the account. */
-const WRONG_PASSWORD = new Set(['INVALID_CREDENTIALS', 'INVALID_PASSWORD']);
+/**
+ * The errors that mean "wrong password" and so count as a failure of the account; a wrong second factor
+ * (INVALID_SECOND_FACTOR, issue 34) counts the same, so a stolen password buys no more guesses at a code.
+ */
+const WRONG_PASSWORD = new Set(['INVALID_CREDENTIALS', 'INVALID_PASSWORD', 'INVALID_SECOND_FACTOR']);
 
 declare module 'fastify' {
   interface FastifyInstance {

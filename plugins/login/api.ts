@@ -14,6 +14,7 @@ import { ErrorSchema } from '../../schemas/common.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
 import { verificationContext } from '../../src/services/authorization.js';
+import { startSecondFactor } from './second-factor.js';
 
 /** The answer to every accepted sign-up, whether or not the address has an account. */
 const signUpMessage = (email: string) =>
@@ -22,6 +23,12 @@ const signUpMessage = (email: string) =>
 
 const RequestId = Type.String({ minLength: 1, maxLength: 128 });
 const Redirect = Type.Object({ status: Type.Literal(true), redirectTo: Type.Optional(Type.String()) });
+/** A sign-in: signed in (redirectTo: where to go on), or a second factor due (redirectTo: the page that asks it). */
+const SignedIn = Type.Object({
+  status: Type.Literal(true),
+  secondFactor: Type.Optional(Type.Literal(true, { description: 'a second factor is due: go to redirectTo' })),
+  redirectTo: Type.Optional(Type.String()),
+});
 const errors = {
   400: ErrorSchema,
   401: ErrorSchema,
@@ -106,7 +113,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
           },
           { additionalProperties: false },
         ),
-        response: { 200: Redirect, ...errors },
+        response: { 200: SignedIn, ...errors },
       },
     },
     async (request, reply) => {
@@ -120,9 +127,16 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
           'This sign-in request has expired or was already used (or was started in another browser)',
         );
       }
-      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, request.body.email, () =>
+      const result = await app.signInLimits.attempt(request, reply, request.body.email, () =>
         app.services.accounts.signIn(request.body, meta(request)),
       );
+      if ('secondFactor' in result) {
+        // A second factor is due (issue 34): no session yet; the hosted second-factor page continues.
+        const input = { userId: result.user.id, amr: ['pwd'], requestId: request.body.request, returnTo: undefined };
+        const redirectTo = await startSecondFactor(app, reply, input, meta(request), config.loginUrl);
+        return { status: true as const, secondFactor: true as const, redirectTo };
+      }
+      const { user, sessionToken, sessionId } = result;
       app.setSessionCookie(reply, sessionToken);
       if (request.body.request)
         await app.services.authorization.recordSignIn(request.body.request, app.browserBinding(request), {

@@ -9,6 +9,7 @@ import { sendStylesheet } from '../pages/kit.js';
 import { createLoginContext, first, Form } from './page-context.js';
 import { registerRecoveryPages } from './recovery-pages.js';
 import { registerSignInPages } from './sign-in-pages.js';
+import { createSecondFactorFlow, registerSecondFactorPages } from './second-factor.js';
 import { registerVerificationPages } from './verification-pages.js';
 import * as views from './views.js';
 
@@ -51,6 +52,8 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   });
 
   registerSignInPages(context);
+  const secondFactor = createSecondFactorFlow(context);
+  registerSecondFactorPages(context, secondFactor);
   registerVerificationPages(context);
   registerRecoveryPages(context);
 

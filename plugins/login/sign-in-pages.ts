@@ -4,6 +4,7 @@ import { AppError } from '../../src/errors.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { first, Form, type LoginContext, RequestQuery } from './page-context.js';
 import * as views from './views.js';
+import { startSecondFactor } from './second-factor.js';
 import { verificationContext } from '../../src/services/authorization.js';
 
 const SignInQuery = Type.Object({
@@ -50,11 +51,17 @@ export function registerSignInPages({
     const email = first(form.email) ?? '';
     let signedIn: { userId: string; sessionId: string };
     try {
-      const { user, sessionToken, sessionId } = await app.signInLimits.attempt(request, reply, email, () =>
+      const result = await app.signInLimits.attempt(request, reply, email, () =>
         app.services.accounts.signIn({ email, password: first(form.password) ?? '' }, meta(request)),
       );
-      app.setSessionCookie(reply, sessionToken);
-      signedIn = { userId: user.id, sessionId };
+      if ('secondFactor' in result) {
+        // No session yet: the second-factor page continues this sign-in (plugins/login/second-factor.ts).
+        const input = { userId: result.user.id, amr: ['pwd'], requestId, returnTo: first(form.return_to) };
+        const location = await startSecondFactor(app, reply, input, meta(request), loginPath);
+        return reply.code(303).header('location', location).send();
+      }
+      app.setSessionCookie(reply, result.sessionToken);
+      signedIn = { userId: result.user.id, sessionId: result.sessionId };
     } catch (error) {
       if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
         return page(

@@ -6,6 +6,8 @@ export interface Session {
   id: string;
   /** When the user authenticated in this session: the ID token's auth_time (OpenID Connect Core §2). */
   auth_time: Date;
+  /** RFC 8176 methods this session's user authenticated with (src/domain/mfa.ts); its acr follows from them. */
+  amr: string[];
 }
 
 /** Who presents a live session cookie: the session and its (enabled) user. */

@@ -198,7 +198,11 @@ export function createMailer(options: MailerOptions): Mailer {
  * that someone holding the account (its password or a session) has just made. A flood of other mail must
  * not be able to hide them, and nobody can trigger them for an address without such access.
  */
-export const UNCAPPED_MAIL_KINDS: ReadonlySet<string> = new Set(['password-changed', 'email-changed']);
+export const UNCAPPED_MAIL_KINDS: ReadonlySet<string> = new Set([
+  'password-changed',
+  'email-changed',
+  'factor-changed',
+]);
 
 /**
  * The per-recipient cap (rate-limit rule MAIL_RECIPIENT, issue 31 item 5) in front of a mailer: every mail

@@ -69,6 +69,33 @@ export function passwordChangedMail(
   };
 }
 
+/**
+ * A second factor was added or removed (issue 34): `change` says what, e.g. "A passkey named "Laptop" was
+ * added"; `byOperator` when an administrator did it.
+ */
+export function factorChangedMail(
+  to: string,
+  change: string,
+  when: Date,
+  resetLink: string,
+  options: { byOperator?: boolean } = {},
+): MailMessage {
+  const at = utc(when);
+  const who = options.byOperator ? 'An administrator made this change.' : 'Your other sessions were signed out.';
+  return {
+    kind: 'factor-changed',
+    to,
+    subject: 'The sign-in methods of your account changed',
+    text:
+      `Hello,\n\nthe sign-in methods of the account ${to} changed at ${at}: ${change}. ${who}\n\n` +
+      `If this was not you, reset your password now and review your account's security page:\n\n${resetLink}\n`,
+    html:
+      html`<p>Hello,</p><p>the sign-in methods of the account ${to} changed at ${at}: ${change}. ${who}</p>`.value +
+      html`<p>If this was not you, <a href="${resetLink}">reset your password now</a> `.value +
+      html`and review your account's security page.</p>`.value,
+  };
+}
+
 /** An e-mail change asked for while signed in (issue 17): the link goes to the NEW address. */
 export function emailChangeMail(to: string, link: string, previousEmail: string, minutes: number): MailMessage {
   return {

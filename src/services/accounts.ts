@@ -101,6 +101,8 @@ export function createAccountService(deps: {
   };
   /** The reset link of the "someone tried to sign up with your address" mail. */
   recovery?: { resetLinkFor(user: { id: string }, meta: RequestMeta): Promise<string> };
+  /** Whether a sign-in must give a second factor after the password (issue 34); never, without it. */
+  factors?: { secondFactorDue(userId: string): Promise<boolean> };
 }) {
   const { db, config, passwords } = deps;
 
@@ -307,14 +309,15 @@ export function createAccountService(deps: {
         passwordHash = await passwords.hash(input.password);
         await updateUserRow(db, user.id, { password_hash: passwordHash });
       }
-      const { token, session } = await deps.sessions.signedIn(user.id, meta);
-      return {
-        user: toAccountUser(user),
-        sessionToken: token,
-        sessionId: session.id,
-        /** What a device cookie set now names (src/device-cookie.ts): this user under this password. */
-        deviceAccount: deviceAccount(user.id, passwordHash),
-      };
+      /** What a device cookie set now names (src/device-cookie.ts): this user under this password. */
+      const device = deviceAccount(user.id, passwordHash);
+      // A second factor is due (issue 34): no session yet; the caller starts a pending sign-in
+      // (services.factors.beginPending) and sends the browser to the second-factor page.
+      if (await deps.factors?.secondFactorDue(user.id)) {
+        return { user: toAccountUser(user), secondFactor: true as const, deviceAccount: device };
+      }
+      const { token, session } = await deps.sessions.signedIn(user.id, meta, ['pwd']);
+      return { user: toAccountUser(user), sessionToken: token, sessionId: session.id, deviceAccount: device };
     },
 
     /**

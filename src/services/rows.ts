@@ -48,8 +48,8 @@ export function toAccountUser(row: AccountUserRow): AccountUser {
   };
 }
 
-export function toSession(row: Pick<SessionRow, 'id' | 'auth_time'>): Session {
-  return { id: row.id, auth_time: row.auth_time };
+export function toSession(row: Pick<SessionRow, 'id' | 'auth_time' | 'amr'>): Session {
+  return { id: row.id, auth_time: row.auth_time, amr: row.amr };
 }
 
 export function toApplication(row: ApplicationRow): Application {

@@ -5,8 +5,11 @@ import {
   findLiveSession,
   insertSession,
   insertSignedInSession,
+  lockSession,
   revokeSessionByHash,
+  stepUpSession,
 } from '../../db/repositories/sessions.js';
+import { combineAmr } from '../domain/mfa.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import { revokeSessionAccessTokens } from '../../db/repositories/access-tokens.js';
 import type { Session, SessionContext } from '../domain/session.js';
@@ -21,7 +24,11 @@ export const sessionTouchSeconds = (idleSeconds: number) => Math.min(60, idleSec
 export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSeconds: number }) {
   const { db } = deps;
   const touchSeconds = sessionTouchSeconds(deps.idleSeconds);
-  const newSession = (userId: string, meta: { ip: string | null; userAgent: string | null }) => {
+  const newSession = (
+    userId: string,
+    meta: { ip: string | null; userAgent: string | null },
+    amr: string[] = ['pwd'],
+  ) => {
     const token = generateToken();
     const now = new Date();
     const row = {
@@ -32,6 +39,7 @@ export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSec
       expires_at: new Date(now.getTime() + deps.ttlSeconds * 1000),
       ip: meta.ip,
       user_agent: meta.userAgent?.slice(0, 512) ?? null,
+      amr,
     };
     return { token, row };
   };
@@ -40,15 +48,45 @@ export function createSessionService(deps: { db: Db; ttlSeconds: number; idleSec
       userId: string,
       meta: { ip: string | null; userAgent: string | null },
       trx: Db = db,
+      amr: string[] = ['pwd'],
     ): Promise<{ token: string; session: Session }> {
-      const { token, row } = newSession(userId, meta);
+      const { token, row } = newSession(userId, meta, amr);
       return { token, session: toSession(await insertSession(trx, row)) };
     },
-    /** A session after a password sign-in, recorded with its user.signed_in event in one statement. */
-    async signedIn(userId: string, meta: { ip: string | null; userAgent: string | null }) {
-      const { token, row } = newSession(userId, meta);
+    /**
+     * A session after a sign-in, recorded with its user.signed_in event in one statement. `amr`: how the user
+     * authenticated (default a password alone; src/domain/mfa.ts).
+     */
+    async signedIn(userId: string, meta: { ip: string | null; userAgent: string | null }, amr: string[] = ['pwd']) {
+      const { token, row } = newSession(userId, meta, amr);
       await insertSignedInSession(db, row);
       return { token, session: toSession(row) };
+    },
+    /**
+     * A step-up (issue 34): the live session gets the methods `added` (combined with its own: combineAmr) and a
+     * new auth_time, in place: the same session, cookie and sid. Audited as user.stepped_up. Undefined when
+     * the session is no longer live.
+     */
+    async stepUp(
+      sessionId: string,
+      userId: string,
+      added: string[],
+      meta: { ip: string | null },
+    ): Promise<Session | undefined> {
+      return db.transaction().execute(async (trx) => {
+        const locked = await lockSession(trx, sessionId, userId);
+        if (!locked) return undefined;
+        const amr = combineAmr(locked.amr, added);
+        const row = await stepUpSession(trx, sessionId, userId, amr);
+        if (!row) return undefined;
+        await appendAuditEvent(trx, {
+          type: 'user.stepped_up',
+          userId,
+          ip: meta.ip,
+          detail: { sessionId, amr },
+        });
+        return toSession(row);
+      });
     },
     async resolve(token: string | undefined): Promise<SessionContext | undefined> {
       if (!token || token.length > 100) return undefined;

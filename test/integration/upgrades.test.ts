@@ -76,6 +76,9 @@ const BACKFILLS: Record<string, (row: Row, all: Fixture[]) => unknown> = {
   'applications.token_endpoint_auth_method': () => 'none',
   'applications.pkce': () => 'required',
   'applications.grant_types': () => ['authorization_code', 'refresh_token'],
+  // 0018-second-factors: existing sessions were password sign-ins; no application required a second factor.
+  'sessions.amr': () => ['pwd'],
+  'applications.require_mfa': () => false,
   'email_verification_tokens.email': (row, all) =>
     all.find((f) => f.table === 'users' && f.row.id === row.user_id)!.row.email,
   // 0013-sign-up-requests: an account whose sign-up the audit trail records was self-registered.

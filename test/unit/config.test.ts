@@ -31,8 +31,10 @@ t.test('defaults give a working development configuration', async (t) => {
     emailVerification: 86400,
     adminSetup: 3600,
     adminFreshness: 600,
+    mfaFreshness: 300,
     unverifiedAccount: 604800,
   });
+  t.same(config.mfa, { mode: 'optional', admin: 'optional', rpId: 'localhost', origins: ['http://localhost:3000'] });
 });
 
 t.test('BASE_URL follows PORT by default and decides the issuer and cookie security', async (t) => {
