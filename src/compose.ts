@@ -27,6 +27,7 @@ import {
 } from './services/self-service/index.js';
 import { createSessionService, type SessionService } from './services/sessions.js';
 import { createFactorService, type FactorService } from './services/factors/index.js';
+import { createPasskeyService, type PasskeyService } from './services/factors/passkeys.js';
 import {
   createSigningKeyService,
   JWKS_MAX_AGE_SECONDS,
@@ -57,6 +58,8 @@ export interface Services {
   accounts: AccountService;
   /** Second factors (issue 34): what a user holds, pending second-factor sign-ins, factor changes. */
   factors: FactorService;
+  /** Passkeys (issue 34): registration, sign-in with a passkey alone, a passkey as second factor. */
+  passkeys: PasskeyService;
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
@@ -219,6 +222,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     sessions,
     accounts,
     factors,
+    passkeys: createPasskeyService({ db: writes, config, factors }),
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys }),

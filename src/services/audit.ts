@@ -33,6 +33,10 @@ export const AUDIT_EVENT_TYPES = [
   'password_reset.requested',
   'password_reset.completed',
   'signing_key.rotated',
+  'mfa.passkey_added',
+  'mfa.passkey_removed',
+  'mfa.passkey_renamed',
+  'mfa.passkey_counter_regression',
 ];
 
 /**
