@@ -24,6 +24,9 @@ export const STATUS_MESSAGES: Readonly<Record<string, string>> = {
   'password-changed': 'Your password is changed. Your other sessions were signed out.',
   'session-ended': 'That session is signed out.',
   'access-revoked': 'Access revoked. The application has to ask you again before it can use your account.',
+  'passkey-added': 'Your passkey is added. Your other sessions were signed out.',
+  'passkey-renamed': 'Your passkey is renamed.',
+  'passkey-removed': 'The passkey is removed. Your other sessions were signed out.',
 };
 
 export function statusMessage(code: string | undefined): string | undefined {

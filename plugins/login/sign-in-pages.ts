@@ -15,6 +15,7 @@ const SignInQuery = Type.Object({
 
 export function registerSignInPages({
   app,
+  config,
   loginPath,
   csrfToken,
   checkCsrf,
@@ -40,6 +41,7 @@ export function registerSignInPages({
         app: found?.app,
         returnTo,
         reauthenticate: Boolean(ctx),
+        passkeys: config.mfa.mode !== 'off',
       }),
     );
   });
@@ -74,6 +76,7 @@ export function registerSignInPages({
             error: error.message,
             app: found?.app,
             returnTo: safeReturnTo(first(form.return_to)),
+            passkeys: config.mfa.mode !== 'off',
           }),
           401,
         );
