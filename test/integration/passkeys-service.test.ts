@@ -182,6 +182,12 @@ t.test('sign-in with a passkey alone', async (t) => {
   wrongHandle.response.userHandle = userHandle(ada.id);
   t.equal(await code(passkeys.signIn(browser, wrongHandle, meta)), 'PASSKEY_REFUSED', "another user's handle");
   t.ok(registered.id);
+  const failures = await listAuditEvents(database.db, { type: 'user.sign_in_failed', userId: bob.id });
+  t.equal(
+    failures.filter((e) => (e.detail as { method?: string }).method === 'passkey').length,
+    4,
+    'each refused passkey (no verification, origin, RP ID, handle) is a failed sign-in in the audit trail',
+  );
 });
 
 t.test('the counter must increase; a regression is refused and audited', async (t) => {

@@ -349,10 +349,27 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
     ): Promise<{ userId: string; amr: string[]; passkeyId: string }> {
       const expectedChallenge = await takeChallenge('authenticate', response, null, browser);
       const passkey = await findPasskeyByCredentialId(db, credentialIdOf(response));
-      if (!passkey) throw refused('This passkey is not registered here (it may have been removed)');
+      // A refused passkey sign-in is a failed sign-in (audited as the password's are).
+      const failed = async (error: AppError) => {
+        const detail = { method: 'passkey', reason: error.code };
+        await appendAuditEvent(db, {
+          type: 'user.sign_in_failed',
+          userId: passkey?.user_id ?? null,
+          ip: meta.ip,
+          detail,
+        });
+        return error;
+      };
+      if (!passkey) throw await failed(refused('This passkey is not registered here (it may have been removed)'));
       const handle = response.response?.userHandle;
-      if (typeof handle !== 'string' || handle !== userHandle(passkey.user_id)) throw refused();
-      const { passkey: used, userVerified } = await verifyAssertion(passkey, response, expectedChallenge, true, meta);
+      if (typeof handle !== 'string' || handle !== userHandle(passkey.user_id)) throw await failed(refused());
+      let verified: Awaited<ReturnType<typeof verifyAssertion>>;
+      try {
+        verified = await verifyAssertion(passkey, response, expectedChallenge, true, meta);
+      } catch (error) {
+        throw error instanceof AppError ? await failed(error) : error;
+      }
+      const { passkey: used, userVerified } = verified;
       return {
         userId: used.user_id,
         amr: passkeyAmr({ backedUp: used.backed_up, deviceType: used.device_type }, userVerified),
