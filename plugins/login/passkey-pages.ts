@@ -106,7 +106,7 @@ export function registerPasskeyPages(context: LoginContext, flow: SecondFactorFl
 <h2 id="passkey-heading">Passkey</h2>
 <p>Use one of your passkeys: your device asks for your fingerprint, face or screen lock.</p>
 <p class="alert" role="alert" id="passkey-error" hidden></p>
-<button type="button" id="passkey-button" hidden>Use a passkey</button>
+<p><button type="button" id="passkey-button" hidden>Use a passkey</button></p>
 <noscript><p class="muted">Using a passkey needs JavaScript.</p></noscript>
 ${passkeyScripts(loginPath, {
   mode: 'second-factor',

@@ -49,6 +49,8 @@ async function passwordSignIn(b: { jar: Record<string, string>; csrf: string }, 
   return res;
 }
 
+const userKeys = new Map<string, { key: ReturnType<typeof softwareAuthenticator> }>();
+
 /** A user with a passkey registered through the account page's JSON endpoints. */
 async function userWithPasskey(o: { uv?: boolean } = {}) {
   const user = await newUser();
@@ -64,6 +66,7 @@ async function userWithPasskey(o: { uv?: boolean } = {}) {
     name: 'Test key',
   });
   if (verify.statusCode !== 200) throw new Error(`verify: ${verify.statusCode} ${verify.body}`);
+  userKeys.set(user.id, { key });
   return { user, key, b };
 }
 
@@ -226,6 +229,25 @@ t.test('second factor: only the own passkey, attempts counted', async (t) => {
   t.equal(last?.json().error, 'SECOND_FACTOR_ENDED', 'the fifth wrong attempt ends the pending sign-in');
   const after = await json('/login/passkeys/second-factor/options', c, { csrf: c.csrf });
   t.equal(after.statusCode, 401);
+});
+
+t.test('step-up: a password session adds the passkey in place', async (t) => {
+  const { b } = await userWithPasskey();
+  const before = await app.services.sessions.resolve(b.jar['idp.session']);
+  t.same(before?.session.amr, ['pwd'], 'signed in with the password before the passkey existed');
+  const page = await browser('/login/second-factor', b.jar);
+  t.match(page.body, /Confirm it is you/);
+  const options = await json('/login/passkeys/second-factor/options', b, { csrf: page.csrf });
+  t.equal(options.statusCode, 200);
+  const { key } = userKeys.get(before!.user.id)!;
+  const done = await json('/login/passkeys/second-factor/verify', b, {
+    csrf: page.csrf,
+    response: key.authenticate(options.json()),
+  });
+  t.equal(done.statusCode, 200, done.body);
+  const after = await app.services.sessions.resolve(b.jar['idp.session']);
+  t.equal(after?.session.id, before?.session.id, 'the same session');
+  t.same(after?.session.amr, ['pwd', 'hwk', 'user', 'mfa'], 'stepped up');
 });
 
 t.test('account: fresh authentication to add or remove; only own passkeys', async (t) => {
