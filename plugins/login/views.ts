@@ -46,7 +46,8 @@ export function signInPage(o: {
   app?: AppBrand | undefined;
   returnTo?: string | undefined;
   reauthenticate?: boolean;
-  /** Passkeys offered (issue 34): conditional UI on the e-mail field and a "Sign in with a passkey" button. */
+  /** Passkeys offered (issue 34): conditional UI on the e-mail field and a "Use a passkey" button (not "Sign in
+   * with a passkey": the password button must stay the only one named "Sign in..."). */
   passkeys?: boolean;
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
@@ -85,7 +86,7 @@ ${o.passkeys ? passkeySignIn(o) : ''}
 /** The passkey part of the sign-in page: its button and error line (shown by the script) and the scripts. */
 function passkeySignIn(o: { loginPath: string; csrf: string; requestId?: string | undefined; returnTo?: string }) {
   return html`<p class="alert" role="alert" id="passkey-error" hidden></p>
-<p><button type="button" class="secondary" id="passkey-button" hidden>Sign in with a passkey</button></p>
+<p><button type="button" class="secondary" id="passkey-button" hidden>Use a passkey</button></p>
 ${passkeyScripts(o.loginPath, {
   mode: 'sign-in',
   endpoint: `${o.loginPath}/passkeys/sign-in`,

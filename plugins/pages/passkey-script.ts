@@ -3,7 +3,7 @@
 // the pages load both with <script src> (CSP script-src 'self') and say what to do in data attributes of one
 // element, #passkey-config:
 //   data-mode="sign-in"        the sign-in page: conditional UI (the e-mail field's autofill offers passkeys,
-//                              when the browser supports it) and the "Sign in with a passkey" button;
+//                              when the browser supports it) and the "Use a passkey" button;
 //   data-mode="second-factor"  the second-factor page: the "Use a passkey" button;
 //   data-mode="register"       the sign-in methods page: the "Add a passkey" form.
 // data-csrf is the page's CSRF token, data-endpoint the ceremony's JSON endpoints (`${endpoint}/options`,

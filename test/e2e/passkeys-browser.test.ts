@@ -196,13 +196,13 @@ t.test('passkeys end to end', { timeout: 300000, skip: chromiumSkip }, async (t)
   t.same(await latestAmr(), ['hwk', 'user', 'mfa'], 'a passkey with user verification: two factors');
   t.ok((await ctx.app.services.passkeys.list(ada.id))[0]?.lastUsedAt, 'last used recorded');
 
-  // 3. The "Sign in with a passkey" button (the autofill request left unanswered).
+  // 3. The "Use a passkey" button (the autofill request left unanswered).
   await signOut();
   await presence(false);
   await page.goto(`${ctx.baseUrl}/login/sign-in`);
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await presence(true);
-  await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+  await page.getByRole('button', { name: 'Use a passkey' }).click();
   await page.waitForURL(`${ctx.baseUrl}/login/`);
   t.same(await latestAmr(), ['hwk', 'user', 'mfa'], 'the button signed in');
 
@@ -234,7 +234,7 @@ t.test('passkeys end to end', { timeout: 300000, skip: chromiumSkip }, async (t)
   await page.goto(`${ctx.baseUrl}/login/sign-in`);
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await presence(true);
-  await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+  await page.getByRole('button', { name: 'Use a passkey' }).click();
   await page.locator('#passkey-error').waitFor({ state: 'visible' });
   t.match(await page.locator('#passkey-error').innerText(), /not registered here/);
   t.equal(page.url(), `${ctx.baseUrl}/login/sign-in`, 'still on the sign-in page');
