@@ -86,6 +86,19 @@ export function passkeyJsonScope(app: App, routes: (api: App) => void) {
   });
 }
 
+/**
+ * The options of the sign-in page's conditional (autofill) request, made with the page and bound to this
+ * browser; undefined when passkeys are off.
+ */
+export async function passkeySignInOptions(
+  { app, config }: Pick<LoginContext, 'app' | 'config'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  if (config.mfa.mode === 'off') return undefined;
+  return app.services.passkeys.signInOptions(app.bindBrowser(request, reply));
+}
+
 const passkeysOff = () => new AppError(404, 'PASSKEYS_OFF', 'Passkeys are switched off on this server');
 
 export function registerPasskeyPages(context: LoginContext, flow: SecondFactorFlow) {

@@ -48,7 +48,7 @@ export function signInPage(o: {
   reauthenticate?: boolean;
   /** Passkeys offered (issue 34): conditional UI on the e-mail field and a "Use a passkey" button (not "Sign in
    * with a passkey": the password button must stay the only one named "Sign in..."). */
-  passkeys?: boolean;
+  passkeys?: unknown;
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   return layout({
@@ -84,7 +84,13 @@ ${o.passkeys ? passkeySignIn(o) : ''}
 }
 
 /** The passkey part of the sign-in page: its button and error line (shown by the script) and the scripts. */
-function passkeySignIn(o: { loginPath: string; csrf: string; requestId?: string | undefined; returnTo?: string }) {
+function passkeySignIn(o: {
+  loginPath: string;
+  csrf: string;
+  requestId?: string | undefined;
+  returnTo?: string | undefined;
+  passkeys?: unknown;
+}) {
   return html`<p class="alert" role="alert" id="passkey-error" hidden></p>
 <p><button type="button" class="secondary" id="passkey-button" hidden>Use a passkey</button></p>
 ${passkeyScripts(o.loginPath, {
@@ -93,6 +99,7 @@ ${passkeyScripts(o.loginPath, {
   csrf: o.csrf,
   requestId: o.requestId,
   returnTo: o.returnTo,
+  options: o.passkeys,
 })}`;
 }
 

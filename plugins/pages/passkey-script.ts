@@ -6,8 +6,9 @@
 //                              when the browser supports it) and the "Use a passkey" button;
 //   data-mode="second-factor"  the second-factor page: the "Use a passkey" button;
 //   data-mode="register"       the sign-in methods page: the "Add a passkey" form.
-// data-csrf is the page's CSRF token, data-endpoint the ceremony's JSON endpoints (`${endpoint}/options`,
-// `${endpoint}/verify`), data-request / data-return-to where the sign-in goes on. Errors are shown in #passkey-error.
+// data-options (sign-in): the conditional request's options, made with the page; data-csrf: the page's CSRF
+// token; data-endpoint: the ceremony's JSON endpoints (`${endpoint}/options`, `${endpoint}/verify`);
+// data-request / data-return-to: where the sign-in goes on. Errors are shown in #passkey-error.
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -28,11 +29,14 @@ export function passkeyScripts(
     csrf: string;
     requestId?: string | undefined;
     returnTo?: string | undefined;
+    /** The conditional request's options, made with the page (no request at load that a navigation would cut). */
+    options?: unknown;
   },
 ): Html {
   return html`<div id="passkey-config" hidden data-mode="${o.mode}" data-endpoint="${o.endpoint}" \
 data-csrf="${o.csrf}" data-request="${o.requestId ?? ''}" data-return-to="${o.returnTo ?? ''}" \
-data-sign-in="${loginPath}/sign-in"></div>
+data-sign-in="${loginPath}/sign-in"\
+${o.options ? html` data-options="${JSON.stringify(o.options)}"` : ''}></div>
 <script src="${loginPath}/assets/webauthn.js" defer></script>
 <script src="${loginPath}/assets/passkeys.js" defer></script>`;
 }
@@ -81,8 +85,9 @@ export const PASSKEY_SCRIPT = `(function () {
     }
     show(answer.json.message || 'The passkey did not work. Try again.');
   }
-  function authenticate(autofill) {
-    return post('/options', {}).then(function (answer) {
+  function authenticate(autofill, preloaded) {
+    var ready = preloaded ? Promise.resolve({ ok: true, json: preloaded }) : post('/options', {});
+    return ready.then(function (answer) {
       if (!answer.ok) return refused(answer);
       var options = { optionsJSON: answer.json, useBrowserAutofill: autofill };
       return W.startAuthentication(options).then(function (response) {
@@ -100,12 +105,14 @@ export const PASSKEY_SCRIPT = `(function () {
       button.hidden = false;
       button.addEventListener('click', function () {
         if (errorLine) errorLine.hidden = true;
-        authenticate(false).catch(failed);
+        authenticate(false, null).catch(failed);
       });
     }
-    if (d.mode === 'sign-in' && W.browserSupportsWebAuthnAutofill) {
+    // The autofill (conditional) request uses the options the page came with: no request to the server
+    // until a passkey is chosen.
+    if (d.mode === 'sign-in' && d.options && W.browserSupportsWebAuthnAutofill) {
       W.browserSupportsWebAuthnAutofill().then(function (supported) {
-        if (supported) authenticate(true).catch(failed);
+        if (supported) authenticate(true, JSON.parse(d.options)).catch(failed);
       });
     }
   }

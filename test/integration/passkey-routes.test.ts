@@ -81,6 +81,8 @@ t.test('the assets and the pages that load them', async (t) => {
   t.match(page.headers['content-security-policy'], /script-src 'self'; connect-src 'self'/);
   t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/);
   t.match(page.body, /autocomplete="username webauthn"/);
+  t.match(page.body, /data-options="[^"]*challenge[^"]*"/, 'the autofill request comes with the page');
+  t.match(String(page.headers['set-cookie']), /idp\.authz=/, 'its challenge bound to this browser');
   t.notMatch(page.body, /<script>/, 'no inline script');
   const plain = await app.inject({ method: 'GET', url: '/login/forgot-password' });
   t.notMatch(plain.headers['content-security-policy'], /script-src/, 'pages without scripts keep the strict CSP');
