@@ -20,6 +20,7 @@ import {
   AuditPageSchema,
 } from '../../schemas/admin.js';
 import Type from 'typebox';
+import { optionalBody } from '../../src/validate.js';
 import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
 import { createAdminAuthHook } from './auth.js';
 
@@ -152,7 +153,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     '/keys/rotate',
     {
       schema: {
-        body: Type.Optional(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+        body: optionalBody(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
         response: { 200: KeyList, ...errors },
       },
     },
