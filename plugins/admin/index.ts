@@ -22,6 +22,7 @@ import {
 import Type from 'typebox';
 import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
 import { createAdminAuthHook } from './auth.js';
+import { registerAdminFactorRoutes } from './factors.js';
 
 export interface AdminPluginOptions {
   adminApiToken: string;
@@ -305,6 +306,8 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
       return reply.code(204).send(null);
     },
   );
+
+  registerAdminFactorRoutes(app, context);
 
   app.delete(
     '/users/:id',
