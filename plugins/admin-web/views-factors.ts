@@ -26,10 +26,12 @@ function details(f: Factor): string {
 
 export function factorSection(frame: Frame, userId: string, factors: Factor[]): Html {
   const base = `${frame.adminPath}/users/${userId}/factors`;
+  // No empty table: on a narrow screen its headers alone would scroll, with nothing in it to focus.
+  if (factors.length === 0)
+    return html`<section class="card"><h2>Second factors (0)</h2><p>No second factors.</p></section>`;
   return html`<section class="card"><h2>Second factors (${factors.length})</h2>
 <div class="scroll"><table><thead><tr><th>Type</th><th>Name</th><th>Created</th><th>Last used</th>\
 <th>Details</th><th><span class="muted">Action</span></th></tr></thead><tbody>
-${factors.length === 0 ? html`<tr><td colspan="6">No second factors.</td></tr>` : ''}
 ${factors.map(
   (f) => html`<tr><td>${KINDS[f.kind]}</td><td>${f.name}</td><td>${f.createdAt}</td>\
 <td>${f.lastUsedAt ?? 'never'}</td><td>${details(f)}</td>\
@@ -37,10 +39,6 @@ ${factors.map(
 aria-label="Remove ${factorLabel(f)}">Remove…</a></td></tr>`,
 )}
 </tbody></table></div>
-${
-  factors.length === 0
-    ? ''
-    : html`<div class="row"><a class="button secondary" href="${base}/reset">Reset all second factors…</a></div>`
-}
+<div class="row"><a class="button secondary" href="${base}/reset">Reset all second factors…</a></div>
 </section>`;
 }
