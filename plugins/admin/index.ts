@@ -23,6 +23,7 @@ import Type from 'typebox';
 import { optionalBody } from '../../src/validate.js';
 import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
 import { createAdminAuthHook } from './auth.js';
+import { registerAdminFactorRoutes } from './factors.js';
 
 export interface AdminPluginOptions {
   adminApiToken: string;
@@ -306,6 +307,8 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
       return reply.code(204).send(null);
     },
   );
+
+  registerAdminFactorRoutes(app, context);
 
   app.delete(
     '/users/:id',

@@ -33,6 +33,9 @@ export const AUDIT_EVENT_TYPES = [
   'password_reset.requested',
   'password_reset.completed',
   'signing_key.rotated',
+  // An operator's removal of a user's second factors (issue 34).
+  'mfa.factor_removed',
+  'mfa.factors_reset',
 ];
 
 /**
