@@ -22,6 +22,7 @@ export const AUDIT_EVENT_TYPES = [
   'user.sign_in_failed',
   'user.email_verified',
   'user.address_taken_over',
+  'user.stepped_up',
   'session.revoked',
   'authorization.granted',
   'consent.granted',
