@@ -79,7 +79,7 @@ export function createTotpService(deps: {
 
   async function enrolment(base32: string, email: string): Promise<TotpEnrolment> {
     const uri = totpOf(base32, email).toString();
-    const qrSvg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
+    const qrSvg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2, width: 200 });
     return { uri, secret: base32.replace(/(.{4})(?=.)/g, '$1 '), qrSvg };
   }
 
