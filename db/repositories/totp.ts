@@ -29,7 +29,7 @@ export async function putUnconfirmedTotp(db: Db, userId: string, sealedSecret: s
 export async function confirmTotp(db: Db, userId: string, sealedSecret: string, step: number): Promise<boolean> {
   const row = await db
     .updateTable('totp_factors')
-    .set({ confirmed_at: sql`now()`, last_step: step, last_used_at: sql`now()` })
+    .set({ confirmed_at: sql`now()`, last_step: step })
     .where('user_id', '=', userId)
     .where('secret', '=', sealedSecret)
     .where('confirmed_at', 'is', null)

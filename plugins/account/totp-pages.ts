@@ -41,7 +41,7 @@ function totpSection(o: FactorSectionInput): Html {
     body = html`<p><span class="badge">On</span> After your password, sign-in asks for the code your \
 authenticator app shows.</p>
 <dl><dt>Set up</dt><dd>${when(factor.createdAt)}</dd><dt>Last used</dt><dd>${when(factor.lastUsedAt)}</dd></dl>
-${errorLine(o.errors?.['totp-remove'])}${fresh}
+${fresh}
 <form method="post" action="${action('/totp/remove')}">${common}
 <button type="submit" class="danger">Remove the authenticator app</button>
 </form>`;
@@ -77,13 +77,14 @@ ${input({
   } else {
     body = html`<p>An authenticator app on your phone shows a new 6-digit code every 30 seconds. \
 After your password, sign-in asks for it.</p>
-${errorLine(o.errors?.['totp-start'])}${fresh}
+${fresh}
 <form method="post" action="${action('/totp/start')}">${common}
 <button type="submit">Set up an authenticator app</button>
 </form>`;
   }
   return html`<section aria-labelledby="totp-heading">
 <h2 id="totp-heading">Authenticator app</h2>
+${errorLine(o.errors?.totp)}
 ${body}
 </section>`;
 }
@@ -189,7 +190,7 @@ export function registerTotpPages(context: AccountContext, factorPages: FactorPa
       return answer(request, reply, ctx, { returnTo, show: { enrolment } });
     } catch (error) {
       const e = refused(error);
-      return answer(request, reply, ctx, { returnTo, status: e.statusCode, errors: { 'totp-start': e.message } });
+      return answer(request, reply, ctx, { returnTo, status: e.statusCode, errors: { totp: e.message } });
     }
   });
 
@@ -207,7 +208,7 @@ export function registerTotpPages(context: AccountContext, factorPages: FactorPa
     } catch (error) {
       const e = refused(error);
       if (e.code !== 'INVALID_TOTP_CODE') {
-        return answer(request, reply, ctx, { returnTo, status: e.statusCode, errors: { 'totp-start': e.message } });
+        return answer(request, reply, ctx, { returnTo, status: e.statusCode, errors: { totp: e.message } });
       }
       // A wrong code: the same setup again, with the error next to the field.
       const enrolment = await app.services.totp.pendingEnrolment(ctx.user);
@@ -229,7 +230,7 @@ export function registerTotpPages(context: AccountContext, factorPages: FactorPa
       return done(reply, returnTo, wasEnabled ? 'totp-removed' : 'totp-cancelled');
     } catch (error) {
       const e = refused(error);
-      return answer(request, reply, ctx, { returnTo, status: e.statusCode, errors: { 'totp-start': e.message } });
+      return answer(request, reply, ctx, { returnTo, status: e.statusCode, errors: { totp: e.message } });
     }
   });
 

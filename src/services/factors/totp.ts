@@ -59,8 +59,9 @@ export function createTotpService(deps: {
   const { db, config, factors } = deps;
   const clock = deps.clock ?? Date.now;
   const secretKey = () => config.secretKey as string;
-  // The issuer apps show above the code: this provider's host (LOGIN_URL's).
-  const issuer = new URL(config.loginUrl).host;
+  // The issuer apps show above the code: this provider's host name (LOGIN_URL's; no port: a colon would
+  // read as the separator of the label's issuer and account in some apps).
+  const issuer = new URL(config.loginUrl).hostname;
 
   const sealSecret = (userId: string, base32: string) =>
     seal(base32, { secretKey: secretKey(), purpose: SEAL_PURPOSE, aad: userId });
