@@ -509,3 +509,61 @@ t.test('wrong codes count in the sign-in limits of the account (429 with Retry-A
   const right = await lpost('/login/second-factor/totp', { csrf, code: codeAt(secret) }, jar);
   t.equal(right.statusCode, 429, 'even the right code waits for the delay');
 });
+
+t.test('an enrolment during sign-in keeps return_to through the forms, so the page offers to continue', async (t) => {
+  const { email } = await newUser();
+  const browser = await signedIn(email);
+  const returnTo = '/login/account/security';
+  const page = await get(`${METHODS}?return_to=${encodeURIComponent(returnTo)}`, browser.jar);
+  t.match(page.body, 'Set up a second factor to continue signing in.');
+  t.match(page.body, `<input type="hidden" name="return_to" value="${returnTo}">`, 'the forms carry it');
+  const started = await post(`${METHODS}/totp/start`, { csrf: browser.csrf, return_to: returnTo }, browser.jar);
+  t.match(started.body, `<input type="hidden" name="return_to" value="${returnTo}">`, 'the confirm form too');
+  const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(started.body)![1]!.replace(/ /g, '');
+  nextStep();
+  const done = await post(
+    `${METHODS}/totp/confirm`,
+    { csrf: browser.csrf, return_to: returnTo, code: codeAt(secret) },
+    browser.jar,
+  );
+  t.equal(done.statusCode, 200);
+  t.match(done.body, `You have a second factor now. <a href="${returnTo}">Continue</a>`);
+  const made = await post(
+    `${METHODS}/recovery-codes/generate`,
+    { csrf: browser.csrf, return_to: 'https://evil.example/' },
+    browser.jar,
+  );
+  t.notMatch(made.body, 'evil.example', 'a foreign return_to is dropped');
+  const removed = await post(`${METHODS}/totp/remove`, { csrf: browser.csrf, return_to: returnTo }, browser.jar);
+  t.equal(removed.headers.location, `${METHODS}?m=totp-removed&return_to=${encodeURIComponent(returnTo)}`);
+});
+
+t.test('a signed-in session steps up with a code: the same session gains otp and mfa', async (t) => {
+  const { email, id } = await newUser();
+  const browser = await signedIn(email);
+  const { secret } = await enrol(browser);
+  t.same(
+    (await sessionsOf(id)).map((s) => s.amr),
+    [['pwd']],
+    'the password session',
+  );
+  const page = await get('/login/second-factor', browser.jar);
+  t.equal(page.statusCode, 200);
+  t.match(page.body, '<h1>Confirm it is you</h1>');
+  const wrong = await post('/login/second-factor/totp', { csrf: browser.csrf, code: '000000' }, browser.jar);
+  t.equal(wrong.statusCode, 401);
+  t.match(wrong.body, '<h1>Confirm it is you</h1>');
+  const right = await post(
+    '/login/second-factor/totp',
+    { csrf: browser.csrf, code: codeAt(secret, nextStep()), return_to: '/login/account' },
+    browser.jar,
+  );
+  t.equal(right.statusCode, 303);
+  t.equal(right.headers.location, '/login/account', 'back where it came from');
+  t.notOk(cookiesOf(right)['idp.session'], 'the same session cookie');
+  t.same(
+    (await sessionsOf(id)).map((s) => s.amr),
+    [['pwd', 'otp', 'mfa']],
+    'stepped up in place',
+  );
+});
