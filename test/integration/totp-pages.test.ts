@@ -279,6 +279,21 @@ t.test('enrolment on the page: QR code, key, first code; recovery codes once; ot
   const removedAgain = await post(`${METHODS}/totp/remove`, { csrf: browser.csrf }, browser.jar);
   t.equal(removedAgain.statusCode, 404);
   t.match(removedAgain.body, 'No authenticator app is set up');
+
+  // A setup can be cancelled; set up again with recovery codes still unused, the answer is a plain redirect.
+  await post(`${METHODS}/totp/start`, { csrf: browser.csrf }, browser.jar);
+  const cancelled = await post(`${METHODS}/totp/remove`, { csrf: browser.csrf }, browser.jar);
+  t.equal(cancelled.headers.location, `${METHODS}?m=totp-cancelled`);
+  t.same(await app.services.totp.status(id), { enabled: false, pending: false });
+  const restarted = await post(`${METHODS}/totp/start`, { csrf: browser.csrf }, browser.jar);
+  const secondSecret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(restarted.body)![1]!.replace(/ /g, '');
+  const reconfirmed = await post(
+    `${METHODS}/totp/confirm`,
+    { csrf: browser.csrf, code: codeAt(secondSecret, nextStep()) },
+    browser.jar,
+  );
+  t.equal(reconfirmed.statusCode, 303, 'no new codes to show');
+  t.equal(reconfirmed.headers.location, `${METHODS}?m=totp-enabled`);
 });
 
 t.test(
@@ -322,6 +337,8 @@ t.test(
     t.equal(stolen.headers.location, `/login/sign-in?request=${requestId}`, 'sent to sign in');
     t.notOk(cookiesOf(stolen)['idp.session'], 'no session for the other browser');
 
+    const forged = await post('/login/second-factor/totp', { request: requestId, code: codeAt(secret) }, jar);
+    t.equal(forged.statusCode, 403, 'no CSRF token: refused');
     const wrong = await post('/login/second-factor/totp', form('000000'), jar);
     t.equal(wrong.statusCode, 401);
     t.match(wrong.body, '<p class="alert" role="alert">That code is not correct</p>');
