@@ -581,3 +581,31 @@ t.test('a signed-in session steps up with a code: the same session gains otp and
     'stepped up in place',
   );
 });
+
+t.test('with MFA=off the forms refuse and a held authenticator app is not asked', async (t) => {
+  const off = await buildTestApp(t, { database, clock: () => now, env: { MFA: 'off' } });
+  const { email, id } = await newUser();
+  const owner = await signedIn(email);
+  await enrol(owner);
+  const page = await off.app.inject({ method: 'GET', url: '/login/sign-in' });
+  const jar = cookiesOf(page);
+  const csrf = hiddenField(page.body, 'csrf');
+  const signIn = await off.app.inject({
+    method: 'POST',
+    url: '/login/sign-in',
+    cookies: jar,
+    headers: FORM,
+    payload: new URLSearchParams({ csrf, email, password: PASSWORD }).toString(),
+  });
+  t.equal(signIn.headers.location, '/login/', 'the password alone signs in');
+  const start = await off.app.inject({
+    method: 'POST',
+    url: `${METHODS}/totp/start`,
+    cookies: { ...jar, ...cookiesOf(signIn) },
+    headers: FORM,
+    payload: new URLSearchParams({ csrf }).toString(),
+  });
+  t.equal(start.statusCode, 409);
+  t.match(start.body, 'Second factors are switched off on this server');
+  t.equal((await app.services.totp.status(id)).enabled, true, 'the enrolled app is kept');
+});
