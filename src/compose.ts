@@ -27,6 +27,8 @@ import {
 } from './services/self-service/index.js';
 import { createSessionService, type SessionService } from './services/sessions.js';
 import { createFactorService, type FactorService } from './services/factors/index.js';
+import { createRecoveryCodeService, type RecoveryCodeService } from './services/factors/recovery-codes.js';
+import { createTotpService, type TotpService } from './services/factors/totp.js';
 import {
   createSigningKeyService,
   JWKS_MAX_AGE_SECONDS,
@@ -57,6 +59,10 @@ export interface Services {
   accounts: AccountService;
   /** Second factors (issue 34): what a user holds, pending second-factor sign-ins, factor changes. */
   factors: FactorService;
+  /** TOTP (an authenticator app): enrolment, removal, the codes of a sign-in. */
+  totp: TotpService;
+  /** Recovery codes: a set shown once, each code used once. */
+  recoveryCodes: RecoveryCodeService;
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
@@ -108,6 +114,8 @@ export interface ServiceOptions {
   events?: MetricEvents;
   /** Instead of the mailer SMTP_URL configures (the CLI's one-attempt mailer). */
   mailer?: Mailer;
+  /** The clock of the time-based codes (TOTP), in milliseconds since the epoch; tests fix it. */
+  clock?: () => number;
 }
 
 /**
@@ -178,6 +186,8 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     idleSeconds: config.ttl.sessionIdle,
   });
   const factors = createFactorService({ db: writes, config, mailer, sessions });
+  const recoveryCodes = createRecoveryCodeService({ db: writes, config, factors, mailer });
+  const totp = createTotpService({ db: writes, config, factors, recoveryCodes, clock: options.clock });
   const emailChanges = createEmailChangeService({ db: writes, config, mailer });
   const recovery = createRecoveryService({ db: writes, config, mailer, log, passwords });
   const accounts = createAccountService({
@@ -219,6 +229,8 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     sessions,
     accounts,
     factors,
+    totp,
+    recoveryCodes,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys }),

@@ -18,6 +18,7 @@ import { registerApplicationPages } from './application-pages.js';
 import { registerProfilePages } from './profile-pages.js';
 import { registerSecurityPages } from './security-pages.js';
 import { createFactorPages } from './factor-pages.js';
+import { registerTotpPages } from './totp-pages.js';
 
 export interface AccountPagesOptions {
   config: Config;
@@ -32,7 +33,8 @@ const accountPages: FastifyPluginAsyncTypebox<AccountPagesOptions> = async (app,
 
   registerProfilePages(context);
   registerSecurityPages(context);
-  createFactorPages(context);
+  const factorPages = createFactorPages(context);
+  registerTotpPages(context, factorPages);
   registerApplicationPages(context);
 
   // Where the sign-out of this browser's own session (from the sessions list) and the deletion land.

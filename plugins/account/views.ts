@@ -24,6 +24,11 @@ export const STATUS_MESSAGES: Readonly<Record<string, string>> = {
   'password-changed': 'Your password is changed. Your other sessions were signed out.',
   'session-ended': 'That session is signed out.',
   'access-revoked': 'Access revoked. The application has to ask you again before it can use your account.',
+  'totp-enabled': 'Your authenticator app is set up. Your other sessions were signed out.',
+  'totp-removed': 'The authenticator app is removed. Your other sessions were signed out.',
+  'totp-cancelled': 'The authenticator app setup is cancelled.',
+  'recovery-codes-made':
+    'New recovery codes are made and the old ones no longer work. Your other sessions were signed out.',
 };
 
 export function statusMessage(code: string | undefined): string | undefined {

@@ -10,6 +10,7 @@ import { createLoginContext, first, Form } from './page-context.js';
 import { registerRecoveryPages } from './recovery-pages.js';
 import { registerSignInPages } from './sign-in-pages.js';
 import { createSecondFactorFlow, registerSecondFactorPages } from './second-factor.js';
+import { registerTotpSecondFactor } from './totp-second-factor.js';
 import { registerVerificationPages } from './verification-pages.js';
 import * as views from './views.js';
 
@@ -54,6 +55,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   registerSignInPages(context);
   const secondFactor = createSecondFactorFlow(context);
   registerSecondFactorPages(context, secondFactor);
+  registerTotpSecondFactor(context, secondFactor);
   registerVerificationPages(context);
   registerRecoveryPages(context);
 

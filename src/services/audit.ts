@@ -37,6 +37,11 @@ export const AUDIT_EVENT_TYPES = [
   // An operator's removal of a user's second factors (issue 34).
   'mfa.factor_removed',
   'mfa.factors_reset',
+  // The user's own authenticator app and recovery codes (issue 34).
+  'mfa.totp_enabled',
+  'mfa.totp_removed',
+  'mfa.recovery_codes_generated',
+  'mfa.recovery_code_used',
 ];
 
 /**
