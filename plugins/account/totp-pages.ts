@@ -202,6 +202,9 @@ export function registerTotpPages(context: AccountContext, factorPages: FactorPa
     try {
       if (!code.trim()) throw new AppError(400, 'INVALID_TOTP_CODE', 'Enter the 6-digit code the app shows');
       const { recoveryCodes } = await app.services.totp.confirm(ctx.user.id, code, by);
+      // The first code proved the app just as a sign-in with it would: this session now has two factors (an
+      // enrolment that a sign-in or the admin web asked for goes on without asking for the code again).
+      await app.services.sessions.stepUp(ctx.session.id, ctx.user.id, ['otp'], meta(request));
       if (!recoveryCodes) return done(reply, returnTo, 'totp-enabled');
       // The first second factor: its recovery codes, shown on this answer only.
       return answer(request, reply, ctx, { returnTo, m: 'totp-enabled', show: { recoveryCodes } });

@@ -4,6 +4,7 @@
 // browser has nothing to continue; wrong codes counted and limited), a recovery code instead, and a password
 // reset that does not skip the second factor. Every change ends the other sessions and mails the user.
 import t from 'tap';
+import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { Secret, TOTP } from 'otpauth';
 import { buildTestApp } from '../helpers/app.js';
@@ -558,9 +559,11 @@ t.test('a signed-in session steps up with a code: the same session gains otp and
   const { secret } = await enrol(browser);
   t.same(
     (await sessionsOf(id)).map((s) => s.amr),
-    [['pwd']],
-    'the password session',
+    [['pwd', 'otp', 'mfa']],
+    'the first code of the setup counts as the app used: the session that set it up has two factors',
   );
+  // A session signed in with the password alone while the user held the app (second factors were off then).
+  await sql`update sessions set amr = '["pwd"]'::jsonb where user_id = ${id}`.execute(database.db);
   const page = await get('/login/second-factor', browser.jar);
   t.equal(page.statusCode, 200);
   t.match(page.body, '<h1>Confirm it is you</h1>');
