@@ -13,6 +13,7 @@ const PUBLIC_CLIENT = {
   grantTypes: ['authorization_code', 'refresh_token'],
   jwks: null,
   jwksUri: null,
+  requireMfa: false,
 };
 
 // One app (and one database) for the whole file; every subtest makes the data it needs under its own ids.

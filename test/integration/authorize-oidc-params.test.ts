@@ -357,6 +357,7 @@ t.test('a code sealed without a PKCE challenge: a public client is still asked f
         codeChallenge: null,
         nonce: 'n',
         scope: 'openid',
+        amr: ['pwd'],
       },
       config.secretKey!,
     );
