@@ -307,3 +307,41 @@ t.test('apps: server-side applications and their secrets (issue 33)', { timeout:
     t.notMatch(rename.stderr, SHOWN_ONCE);
   });
 });
+
+t.test('apps update --require-mfa, then --no-require-mfa (issue 34)', { timeout: 200_000 }, async (t) => {
+  const cli = await cliContext(t);
+  const created = await cli.run([
+    'apps',
+    'create',
+    '--name',
+    'MFA App',
+    '--redirect-uri',
+    'https://m.example.com/cb',
+    '--json',
+  ]);
+  exits(t, created, 0);
+  const clientId = parseJson<Application>(created).clientId;
+  t.equal(parseJson<Application>(created).requireMfa, false, 'default');
+  const on = await cli.run(['apps', 'update', clientId, '--require-mfa', '--json']);
+  exits(t, on, 0);
+  t.equal(parseJson<Application>(on).requireMfa, true);
+  const shown = await cli.run(['apps', 'show', clientId]);
+  t.match(shown.stdout, /Requires MFA:\s+yes/);
+  const off = await cli.run(['apps', 'update', clientId, '--no-require-mfa', '--json']);
+  exits(t, off, 0);
+  t.equal(parseJson<Application>(off).requireMfa, false);
+  const both = await cli.run(['apps', 'update', clientId, '--require-mfa', '--no-require-mfa']);
+  exits(t, both, 2);
+  const strict = await cli.run([
+    'apps',
+    'create',
+    '--name',
+    'Strict',
+    '--redirect-uri',
+    'https://s.example.com/cb',
+    '--require-mfa',
+    '--json',
+  ]);
+  exits(t, strict, 0);
+  t.equal(parseJson<Application>(strict).requireMfa, true, 'create --require-mfa');
+});
