@@ -289,6 +289,11 @@ t.test('a password session without a factor asked for mfa: the enrol page, retur
   t.equal(`${url.origin}${url.pathname}`, `${LOGIN}/account/sign-in-methods`, 'the sign-in methods page');
   const returnTo = url.searchParams.get('return_to')!;
   t.match(returnTo, new RegExp(`^${ISSUER}/oauth2/authorize/continue\\?request=[\\w-]+$`), 'back to the request');
+  // Once a factor exists, the request's continuation asks for it (the session itself is still password-only).
+  await s.addPasskey();
+  const path = new URL(returnTo);
+  const next = await s.app.inject({ method: 'GET', url: `${path.pathname}${path.search}`, cookies: asked.jar });
+  t.match(String(next.headers.location), `${LOGIN}/second-factor?request=${requestOf(returnTo)}`, 'then the step-up');
 });
 
 t.test('an application that requires MFA: a password session is stepped up, then asked its consent', async (t) => {
