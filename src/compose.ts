@@ -233,7 +233,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     recoveryCodes,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
-    authorization: createAuthorizationService({ db: writes, config, applications, keys }),
+    authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),
     grants: createGrants({
       db: writes,
       issuer: createTokenIssuer({ config, keys, bearers }),

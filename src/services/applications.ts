@@ -233,6 +233,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           post_verification_redirect_path: input.postVerificationRedirectPath ?? null,
           allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
           enabled: input.enabled ?? true,
+          require_mfa: input.requireMfa ?? false,
           created_by: options.createdBy ?? null,
           ...settingsColumns(settings),
         });
@@ -321,6 +322,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         }),
         ...(input.allowedScopes !== undefined && { allowed_scopes: JSON.stringify(input.allowedScopes) }),
         ...(input.enabled !== undefined && { enabled: input.enabled }),
+        ...(input.requireMfa !== undefined && { require_mfa: input.requireMfa }),
         ...(options.createdBy !== undefined && { created_by: options.createdBy }),
       });
       if (!row) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);
