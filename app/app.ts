@@ -58,6 +58,8 @@ export interface BuildOptions {
   logStream?: DestinationStream;
   /** Runs last, before the app is ready: tests add routes here. */
   configure?: (app: FastifyInstance) => void | Promise<void>;
+  /** The clock of the time-based codes (TOTP), milliseconds since the epoch: tests fix it. */
+  clock?: () => number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -150,7 +152,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(metricsPlugin, { config });
   await app.register(cookie);
   await app.register(rateLimitPlugin, { config });
-  await app.register(servicesPlugin, { config, staticApplications });
+  await app.register(servicesPlugin, { config, staticApplications, ...(options.clock && { clock: options.clock }) });
   await app.register(browserSession, { config });
   await app.register(corsPlugin, { cacheSeconds: config.corsCacheSeconds });
   await app.register(bearerAuth, { config });

@@ -58,12 +58,29 @@ export async function migrateToLatest(db: Db, known = migrations): Promise<Migra
       );
     }
   }
-  return checked(await migrator.migrateToLatest());
+  return checked(await retryingSchemaRace(() => migrator.migrateToLatest()));
+}
+
+/**
+ * Kysely's check for its migration tables lists the tables of EVERY schema (its introspector calls
+ * has_schema_privilege on each): when another schema of the same database is dropped meanwhile (another test
+ * file's, a tenant's), the check fails with 3F000 "schema ... does not exist" before anything ran. Tried again,
+ * up to 5 times; any other error, or a 3F000 after a migration ran, is the answer.
+ */
+async function retryingSchemaRace(run: () => Promise<MigrationResultSet>): Promise<MigrationResultSet> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await run();
+    const code = (result.error as { code?: unknown } | undefined)?.code;
+    const nothingRan = (result.results ?? []).every((r) => r.status === 'NotExecuted');
+    if (code !== '3F000' || !nothingRan || attempt >= 5) return result;
+    await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+  }
 }
 
 /** Applies the pending migrations up to and including `name` (the upgrade test stops at each one). */
 export async function migrateUpTo(db: Db, name: string): Promise<MigrationResult[]> {
-  return checked(await (await createMigrator(db)).migrateTo(name));
+  const migrator = await createMigrator(db);
+  return checked(await retryingSchemaRace(() => migrator.migrateTo(name)));
 }
 
 function checked({ error, results = [] }: MigrationResultSet): MigrationResult[] {

@@ -130,6 +130,8 @@ export interface AuthorizationRequestParams {
   login_hint?: string;
   /** Absent: query. */
   response_mode?: 'form_post';
+  /** acr_values (OpenID Connect Core §3.1.2.1), space-separated values in order of preference; absent: none. */
+  acr_values?: string[];
   /** The `claims` parameter (OpenID Connect Core §5.5), parsed. */
   claims?: {
     userinfo?: Record<string, { essential?: boolean; value?: unknown; values?: unknown[] } | null>;

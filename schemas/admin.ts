@@ -34,6 +34,7 @@ export const ApplicationSchema = Type.Object({
   postVerificationRedirectPath: Type.Union([Type.String(), Type.Null()]),
   allowedScopes: Type.Array(Type.String()),
   enabled: Type.Boolean(),
+  requireMfa: Type.Boolean(),
   tokenEndpointAuthMethod: Type.Enum([...TOKEN_ENDPOINT_AUTH_METHODS]),
   clientType: Type.Union([Type.Literal('public'), Type.Literal('confidential')]),
   pkce: Type.Enum([...PKCE_POLICIES]),

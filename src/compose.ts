@@ -28,6 +28,8 @@ import {
 import { createSessionService, type SessionService } from './services/sessions.js';
 import { createFactorService, type FactorService } from './services/factors/index.js';
 import { createPasskeyService, type PasskeyService } from './services/factors/passkeys.js';
+import { createRecoveryCodeService, type RecoveryCodeService } from './services/factors/recovery-codes.js';
+import { createTotpService, type TotpService } from './services/factors/totp.js';
 import {
   createSigningKeyService,
   JWKS_MAX_AGE_SECONDS,
@@ -60,6 +62,10 @@ export interface Services {
   factors: FactorService;
   /** Passkeys (issue 34): registration, sign-in with a passkey alone, a passkey as second factor. */
   passkeys: PasskeyService;
+  /** TOTP (an authenticator app): enrolment, removal, the codes of a sign-in. */
+  totp: TotpService;
+  /** Recovery codes: a set shown once, each code used once. */
+  recoveryCodes: RecoveryCodeService;
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
@@ -111,6 +117,8 @@ export interface ServiceOptions {
   events?: MetricEvents;
   /** Instead of the mailer SMTP_URL configures (the CLI's one-attempt mailer). */
   mailer?: Mailer;
+  /** The clock of the time-based codes (TOTP), in milliseconds since the epoch; tests fix it. */
+  clock?: () => number;
 }
 
 /**
@@ -181,6 +189,8 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     idleSeconds: config.ttl.sessionIdle,
   });
   const factors = createFactorService({ db: writes, config, mailer, sessions });
+  const recoveryCodes = createRecoveryCodeService({ db: writes, config, factors, mailer });
+  const totp = createTotpService({ db: writes, config, factors, recoveryCodes, clock: options.clock });
   const emailChanges = createEmailChangeService({ db: writes, config, mailer });
   const recovery = createRecoveryService({ db: writes, config, mailer, log, passwords });
   const accounts = createAccountService({
@@ -223,9 +233,11 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     accounts,
     factors,
     passkeys: createPasskeyService({ db: writes, config, factors }),
+    totp,
+    recoveryCodes,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
-    authorization: createAuthorizationService({ db: writes, config, applications, keys }),
+    authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),
     grants: createGrants({
       db: writes,
       issuer: createTokenIssuer({ config, keys, bearers }),

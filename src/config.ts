@@ -328,6 +328,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
 
   if (parsed.SIGN_IN_DELAY_FIRST > parsed.SIGN_IN_DELAY_MAX)
     problem('SIGN_IN_DELAY_FIRST', 'at most SIGN_IN_DELAY_MAX');
+  // With MFA=off no sign-in ever gives a second factor: ADMIN_MFA=required would lock every administrator out.
+  if (parsed.MFA === 'off' && parsed.ADMIN_MFA === 'required')
+    problem('ADMIN_MFA', 'optional when MFA=off (no second factor is asked, so no administrator could get in)');
 
   const port = parsed.PORT;
   const baseUrl = stripSlash(parsed.BASE_URL ?? `http://localhost:${port}`);

@@ -68,6 +68,7 @@ export function parseStaticApplications(json: unknown, file: string): Applicatio
       postVerificationRedirectPath: a.postVerificationRedirectPath ?? null,
       allowedScopes: a.allowedScopes ?? [...DEFAULT_ALLOWED_SCOPES],
       enabled: a.enabled ?? true,
+      requireMfa: a.requireMfa ?? false,
       ...settings(entry as ApplicationCreate),
       source: 'static',
       createdAt: null,

@@ -15,7 +15,10 @@ import { validationError, type FieldProblem } from './errors.js';
  */
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const typeCheck = Compile(schema);
+  // A body declared with optionalBody() may be left out altogether (no body, no content type).
+  const optionalBody = httpPart === 'body' && (schema as { 'x-optional-body'?: boolean })['x-optional-body'] === true;
   return (value: unknown) => {
+    if ((value === undefined || value === null) && optionalBody) return { value: undefined };
     if (typeCheck.Check(value)) return { value };
     if (httpPart === 'body') return { error: typeCheck.Errors(value) as never };
     const converted = Value.Convert(schema, value);
@@ -23,6 +26,14 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
     return { error: typeCheck.Errors(converted) as never };
   };
 };
+
+/**
+ * A route body that may be left out (a POST without a body): Fastify hands routes a copy of their schema that
+ * loses TypeBox's own Optional mark, so this one is an enumerable OpenAPI extension the validator reads.
+ */
+export function optionalBody<T extends TSchema>(schema: T): T {
+  return { ...schema, 'x-optional-body': true } as T;
+}
 
 export interface SchemaErrorLike {
   keyword: string;

@@ -34,6 +34,8 @@ export interface CodeExchange extends CodeTokens {
   sessionId: string;
   scope: string;
   authTime: Date;
+  /** The session's amr when the code was issued (the grant's amr); null for a code sealed before amr was. */
+  amr: readonly string[] | null;
   /** When the code was issued: the database's timestamptz, as text (microseconds kept). */
   issuedAt: string;
   expiresAt: Date;
@@ -71,7 +73,8 @@ export type CodeExchangeResult =
 // a replay. Access token, refresh token (scope with offline_access), authorization.granted and token.issued are
 // written only from ok, the live grant. No row of the user: the code is unknown (the user was deleted).
 // $1 grant id, $2 client, $3 user, $4 session, $5 scope, $6 auth_time, $7 issued at, $8 expires at, $9 request
-// checks, $10 access hash, $11 its expiry, $12-$15 refresh id, hash, expiry, absolute expiry, $16 idle timeout.
+// checks, $10 access hash, $11 its expiry, $12-$15 refresh id, hash, expiry, absolute expiry, $16 idle timeout,
+// $17 the session's amr (jsonb; null: a code sealed before amr was).
 const EXCHANGE = `with checked as (
   select u.id, $8::timestamptz > now() as unexpired, u.disabled = false as user_active,
     (u.codes_revoked_at is null or u.codes_revoked_at < $7::timestamptz) and exists (
@@ -81,8 +84,8 @@ const EXCHANGE = `with checked as (
       and k.created_at <= $7::timestamptz) as consented
   from users u where u.id = $3::text
 ), g as (
-  insert into grants (id, user_id, client_id, scope, session_id, auth_time, revoked_at)
-  select $1::text, id, $2::text, $5::text, $4::text, $6::timestamptz,
+  insert into grants (id, user_id, client_id, scope, session_id, auth_time, amr, revoked_at)
+  select $1::text, id, $2::text, $5::text, $4::text, $6::timestamptz, $17::jsonb,
     case when $9::boolean and unexpired and user_active and session_live and consented then null else now() end
   from checked
   on conflict (id) do nothing
@@ -143,6 +146,7 @@ export async function exchangeAuthorizationCode(
     x.requestMatches,
     ...codeTokenParameters(x),
     sessionIdleSeconds,
+    x.amr === null ? null : JSON.stringify(x.amr),
   ];
   const query = CompiledQuery.raw(EXCHANGE, parameters) as CompiledQuery<ExchangeRow>;
   const [row] = await executePrepared(db, 'idp_exchange_sealed_code', query);

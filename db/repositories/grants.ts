@@ -86,3 +86,17 @@ export async function revokeAllUserTokens(db: Tx, userId: string): Promise<numbe
 export async function revokeUserCodes(db: Tx, userId: string): Promise<void> {
   await db.updateTable('users').set({ codes_revoked_at: sql`now()` }).where('id', '=', userId).execute();
 }
+
+/**
+ * Revokes every live refresh token of a client (a confidential client turned public: tokens it obtained while
+ * authenticating must not be usable with its client_id alone). Answers how many were revoked.
+ */
+export async function revokeClientRefreshTokens(db: Tx, clientId: string): Promise<number> {
+  const result = await db
+    .updateTable('refresh_tokens')
+    .set({ revoked_at: sql`now()` })
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

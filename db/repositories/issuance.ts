@@ -57,38 +57,58 @@ export interface SessionGate {
   maxAge: number | null;
   /** The requested scopes, which the remembered consent must cover. */
   scopes: string[];
+  /** The request requires a second factor (requiredAcr is urn:idp:mfa): the session's amr must have mfa. */
+  mfaRequired: boolean;
 }
 
 export interface CodeSession {
   sessionId: string;
   userId: string;
   authTime: Date;
+  /** The session's amr (RFC 8176), which the code carries into its grant and ID tokens. */
+  amr: readonly string[];
   /** The database's time, as timestamptz text (see src/oauth/sealed-code.ts). */
   issuedAt: string;
 }
 
 // Single sign-on in one statement: the live session of the cookie (touched as findLiveSession does) where every
 // rule of db/repositories/sso-rules.ts holds (an enabled user with a verified e-mail, signed in within max_age,
-// whose remembered consent covers the scopes); no row otherwise (the caller then takes the long way: session
-// lookup, nextStep, which says why). $1 client, $2 session hash, $3 idle timeout, $4 touch interval, $5 max_age
-// (null: none), $6 the scopes.
+// whose remembered consent covers the scopes, with a second factor if the request requires one); no row
+// otherwise (the caller then takes the long way: session lookup, nextStep, which says why). $1 client, $2 session
+// hash, $3 idle timeout, $4 touch interval, $5 max_age (null: none), $6 the scopes, $7 a second factor required.
+const BY_SESSION_RULES = {
+  client: '$1::text',
+  maxAge: '$5::double precision',
+  scopes: '$6::jsonb',
+  mfaRequired: '$7::boolean',
+};
 const BY_SESSION = `with ${liveSessionCtes(2, 3, 4)}
-select s.id as session_id, s.user_id, s.auth_time, now()::text as issued_at from s join users u on u.id = s.user_id
- where ${ssoRulesSql({ client: '$1::text', maxAge: '$5::double precision', scopes: '$6::jsonb' })}`;
+select s.id as session_id, s.user_id, s.auth_time, s.amr, now()::text as issued_at
+  from s join users u on u.id = s.user_id
+ where ${ssoRulesSql(BY_SESSION_RULES)}`;
 
 /** What a code for the cookie's live session, with nothing to ask, is bound to (see BY_SESSION); else undefined. */
 export async function sessionForCode(db: Db, clientId: string, gate: SessionGate): Promise<CodeSession | undefined> {
-  const [row] = await run<{ session_id: string; user_id: string; auth_time: Date; issued_at: string }>(
+  const [row] = await run<{ session_id: string; user_id: string; auth_time: Date; amr: string[]; issued_at: string }>(
     db,
     'idp_code_session',
     BY_SESSION,
-    [clientId, gate.sessionHash, gate.idleSeconds, gate.touchSeconds, gate.maxAge, JSON.stringify(gate.scopes)],
+    [
+      clientId,
+      gate.sessionHash,
+      gate.idleSeconds,
+      gate.touchSeconds,
+      gate.maxAge,
+      JSON.stringify(gate.scopes),
+      gate.mfaRequired,
+    ],
   );
   return (
     row && {
       sessionId: row.session_id,
       userId: row.user_id,
       authTime: new Date(row.auth_time),
+      amr: row.amr,
       issuedAt: row.issued_at,
     }
   );
@@ -192,6 +212,8 @@ export interface Rotated {
   user_id: string;
   scope: string;
   auth_time: Date | null;
+  /** The grant's amr; null for a grant older than second factors. */
+  amr: string[] | null;
 }
 
 // One statement for the common refresh: the presented token is marked used only when every rule of
@@ -206,7 +228,7 @@ const ROTATE = `with used as (
     from grants g, users u
    where r.token_hash = $1::text and g.id = r.grant_id and u.id = r.user_id
      and ${refreshRulesSql('$2::text')}
-  returning r.grant_id, r.user_id, r.scope, r.absolute_expires_at, g.auth_time
+  returning r.grant_id, r.user_id, r.scope, r.absolute_expires_at, g.auth_time, g.amr
 ), access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
   select $3::text, grant_id, $2::text, user_id, scope, null, $4::timestamptz from used
@@ -219,7 +241,7 @@ const ROTATE = `with used as (
   insert into audit_events (type, user_id, client_id, detail)
   select 'refresh_token.rotated', user_id, $2::text, jsonb_build_object('grantId', grant_id, 'scope', scope) from used
 )
-select grant_id, user_id, scope, auth_time from used`;
+select grant_id, user_id, scope, auth_time, amr from used`;
 
 /** Rotates a current refresh token in one statement; undefined (nothing written) when it is not current. */
 export async function rotateCurrentRefreshToken(db: Db, r: Rotation): Promise<Rotated | undefined> {

@@ -29,6 +29,7 @@ function refreshTokenState(db: Db, tokenHash: string) {
       'grants.revoked_at as grant_revoked_at',
       'grants.scope as grant_scope',
       'grants.auth_time as grant_auth_time',
+      'grants.amr as grant_amr',
       'users.disabled as user_disabled',
     ])
     .where('refresh_tokens.token_hash', '=', tokenHash);

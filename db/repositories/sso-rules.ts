@@ -9,15 +9,17 @@
 //
 // The SQL is fixed text (the lookup runs as a named prepared statement): `s` is the live session, `u` its user;
 // the placeholders are SQL expressions (with their casts) of the requesting client's id, the request's max_age
-// in seconds (null: none) and its scopes as a jsonb array.
+// in seconds (null: none), its scopes as a jsonb array, and whether it requires a second factor (a boolean: the
+// level requiredAcr answers is urn:idp:mfa, src/oauth/authorize-flow.ts).
 
 export interface SsoPlaceholders {
   client: string;
   maxAge: string;
   scopes: string;
+  mfaRequired: string;
 }
 
-export type SsoRuleName = 'userActive' | 'emailVerified' | 'signInFresh' | 'consentCovers';
+export type SsoRuleName = 'userActive' | 'emailVerified' | 'signInFresh' | 'levelMet' | 'consentCovers';
 
 export interface SsoRule {
   name: SsoRuleName;
@@ -40,6 +42,11 @@ export const ssoRules: readonly SsoRule[] = [
     name: 'signInFresh',
     description: 'no max_age, or the sign-in is at most max_age seconds old',
     sql: ({ maxAge }) => `${maxAge} is null or s.auth_time >= now() - make_interval(secs => ${maxAge})`,
+  },
+  {
+    name: 'levelMet',
+    description: 'no second factor required, or the session was authenticated with one (its amr has mfa)',
+    sql: ({ mfaRequired }) => `not ${mfaRequired} or s.amr @> '["mfa"]'::jsonb`,
   },
   {
     name: 'consentCovers',

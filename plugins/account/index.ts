@@ -19,6 +19,7 @@ import { registerProfilePages } from './profile-pages.js';
 import { registerSecurityPages } from './security-pages.js';
 import { createFactorPages } from './factor-pages.js';
 import { registerPasskeyPages } from './passkey-pages.js';
+import { registerTotpPages } from './totp-pages.js';
 
 export interface AccountPagesOptions {
   config: Config;
@@ -35,6 +36,7 @@ const accountPages: FastifyPluginAsyncTypebox<AccountPagesOptions> = async (app,
   registerSecurityPages(context);
   const factorPages = createFactorPages(context);
   registerPasskeyPages(context, factorPages);
+  registerTotpPages(context, factorPages);
   registerApplicationPages(context);
 
   // Where the sign-out of this browser's own session (from the sessions list) and the deletion land.

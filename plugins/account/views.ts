@@ -27,6 +27,11 @@ export const STATUS_MESSAGES: Readonly<Record<string, string>> = {
   'passkey-added': 'Your passkey is added. Your other sessions were signed out.',
   'passkey-renamed': 'Your passkey is renamed.',
   'passkey-removed': 'The passkey is removed. Your other sessions were signed out.',
+  'totp-enabled': 'Your authenticator app is set up. Your other sessions were signed out.',
+  'totp-removed': 'The authenticator app is removed. Your other sessions were signed out.',
+  'totp-cancelled': 'The authenticator app setup is cancelled.',
+  'recovery-codes-made':
+    'New recovery codes are made and the old ones no longer work. Your other sessions were signed out.',
 };
 
 export function statusMessage(code: string | undefined): string | undefined {

@@ -112,6 +112,7 @@ export function registerApplicationRoutes({
       postLogoutRedirectUris: lines(body.postLogoutRedirectUris),
       postVerificationRedirectPath: optional(body.postVerificationRedirectPath),
       allowedScopes: scopes!.length ? scopes : undefined,
+      requireMfa: first(body.requireMfa) === 'on',
     };
   }
   function formValues(body: FormBody): views.ApplicationForm {
@@ -128,6 +129,7 @@ export function registerApplicationRoutes({
       authMethod: first(body.authMethod) ?? '',
       pkce: first(body.pkce) ?? '',
       clientCredentials: first(body.clientCredentials) === 'on',
+      requireMfa: first(body.requireMfa) === 'on',
       jwks: first(body.jwks) ?? '',
       jwksUri: first(body.jwksUri) ?? '',
     };

@@ -6,6 +6,7 @@ import Type from 'typebox';
 import type { Config } from '../../src/config.js';
 import type { FieldProblem } from '../../src/errors.js';
 import type { SessionContext } from '../../src/domain/session.js';
+import { hasSecondFactor } from '../../src/domain/mfa.js';
 import { createCsrf } from '../infra/browser-session.js';
 import { sendPage } from '../pages/kit.js';
 import * as views from './views.js';
@@ -35,6 +36,8 @@ const NOTICES: Record<string, string> = {
   'grants-revoked': 'Every grant of this user was revoked.',
   rotated: 'Keys rotated: the next key is now current.',
   'secret-revoked': 'Client secret revoked: it no longer authenticates.',
+  'factor-removed': 'Second factor removed; every session of this user ended and the user was told by mail.',
+  'factors-reset': 'Every second factor removed; every session of this user ended and the user was told by mail.',
 };
 
 export const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
@@ -76,7 +79,8 @@ export function createAdminContext(app: App, config: Config, adminPath: string) 
 
   /**
    * The signed-in admin, or undefined after answering: sign-in redirect (back to `returnPath`), 403 for
-   * a non-admin, or (fresh) a new sign-in when the password is older than ADMIN_FRESHNESS.
+   * a non-admin, under ADMIN_MFA=required an admin whose session lacks a second factor (to enrol one, or to give
+   * it: adminMfa), or (fresh) a new sign-in when the password is older than ADMIN_FRESHNESS.
    */
   async function requireAdmin(
     request: FastifyRequest,
@@ -101,6 +105,7 @@ export function createAdminContext(app: App, config: Config, adminPath: string) 
       );
       return undefined;
     }
+    if (!(await adminMfa(ctx, reply, returnPath))) return undefined;
     if (options.fresh && Date.now() - new Date(ctx.session.auth_time).getTime() > config.ttl.adminFreshness * 1000) {
       see(reply, `${signIn(abs(returnPath))}&prompt=login`);
       return undefined;
@@ -117,6 +122,25 @@ export function createAdminContext(app: App, config: Config, adminPath: string) 
       },
       actor: { actor: `admin:${ctx.user.email}`, ip: request.ip },
     };
+  }
+
+  /**
+   * ADMIN_MFA=required (issue 34): an administrator's session must have a second factor (amr "mfa"). One who holds
+   * none goes to enrol it on the sign-in methods page, one who holds a factor but signed in without it goes to the
+   * second-factor page, which steps the session up; both come back to `returnPath`. False after answering.
+   * The admin API (a bearer token, not a session) is not concerned.
+   */
+  async function adminMfa(ctx: SessionContext, reply: FastifyReply, returnPath: string): Promise<boolean> {
+    if (config.mfa.admin !== 'required' || ctx.session.amr.includes('mfa')) return true;
+    const back = encodeURIComponent(abs(returnPath));
+    const enrolled = hasSecondFactor(await app.services.factors.summary(ctx.user.id));
+    see(
+      reply,
+      enrolled
+        ? `${config.loginUrl}/second-factor?return_to=${back}`
+        : `${config.loginUrl}/account/sign-in-methods?return_to=${back}`,
+    );
+    return false;
   }
 
   /** Every POST: CSRF (double submit + Origin), then the admin check. */

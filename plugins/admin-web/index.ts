@@ -12,6 +12,7 @@ import { securityHeaders, sendStylesheet } from '../pages/kit.js';
 import { adminPageErrors } from '../infra/error-handlers.js';
 import { registerApplicationRoutes } from './applications.js';
 import { registerAuditRoutes } from './audit.js';
+import { registerFactorRoutes } from './factors.js';
 import { createAdminContext, first, Form } from './context.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerSetupRoutes } from './setup.js';
@@ -51,6 +52,7 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
   registerSetupRoutes(context);
   registerApplicationRoutes(context);
   registerUserRoutes(context);
+  registerFactorRoutes(context);
   registerKeyRoutes(context);
   registerAuditRoutes(context);
 };

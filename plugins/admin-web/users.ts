@@ -24,8 +24,13 @@ export function registerUserRoutes({ app, adminPath, page, see, requireAdmin, re
     const admin = await requireAdmin(request, reply);
     if (!admin) return reply;
     const user = await users.get(request.params.id);
-    const [sessions, grants] = await Promise.all([access.listSessions(user.id), access.listGrants(user.id)]);
-    return page(reply, views.userView(admin.frame, { user, sessions, grants }));
+    const [sessions, grants, factors] = await Promise.all([
+      access.listSessions(user.id),
+      access.listGrants(user.id),
+      app.services.factors.list(user.id),
+    ]);
+    const sections = [views.factorSection(admin.frame, user.id, factors)];
+    return page(reply, views.userView(admin.frame, { user, sessions, grants, sections }));
   });
 
   const userActions: Record<string, (id: string, admin: Admin) => Promise<unknown>> = {

@@ -67,6 +67,8 @@ export interface ApplicationForm {
   authMethod?: string;
   pkce?: string;
   clientCredentials?: boolean;
+  /** Only sessions with a second factor get codes. */
+  requireMfa?: boolean;
   jwks?: string;
   jwksUri?: string;
 }
@@ -92,6 +94,7 @@ export function formFromApplication(a: Application): ApplicationForm {
     authMethod: a.tokenEndpointAuthMethod === 'none' ? 'client_secret_basic' : a.tokenEndpointAuthMethod,
     pkce: a.pkce,
     clientCredentials: a.grantTypes.includes('client_credentials'),
+    requireMfa: a.requireMfa,
     jwks: a.jwks ? JSON.stringify(a.jwks, null, 2) : '',
     jwksUri: a.jwksUri ?? '',
   };
@@ -252,6 +255,9 @@ ${scopes.includes(s.name) ? html` checked` : ''}> <code>${s.name}</code>: ${s.la
 )}
 ${e.allowedScopes ? html`<p class="error" id="f-allowedScopes-error">${e.allowedScopes}</p>` : ''}
 </fieldset>
+<label><input type="checkbox" name="requireMfa" value="on"${o.values.requireMfa ? html` checked` : ''}> \
+Require a second factor (only sessions with a passkey or an authenticator app get codes; others are asked \
+for one)</label>
 ${clientTypeFields(o.values, e)}
 <div class="row"><button type="submit">${editing ? 'Save changes' : 'Create application'}</button>\
 <a class="button secondary" href="${editing ? action : `${p}/applications`}">Cancel</a></div>
@@ -332,6 +338,7 @@ Change it in that file and restart.</p>`
 <tr><th>Type</th><td id="client-type">${typeLabel(a)}</td></tr>
 <tr><th>Token endpoint authentication</th><td><code id="auth-method">${a.tokenEndpointAuthMethod}</code></td></tr>
 <tr><th>PKCE</th><td id="pkce">${a.pkce}</td></tr>
+<tr><th>Second factor</th><td id="require-mfa">${a.requireMfa ? 'required' : 'as the MFA setting says'}</td></tr>
 <tr><th>Grant types</th><td>${a.grantTypes.join(' ')}</td></tr>
 ${a.jwksUri ? html`<tr><th>JWKS URI</th><td><code>${a.jwksUri}</code></td></tr>` : ''}
 ${

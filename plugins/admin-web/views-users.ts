@@ -2,7 +2,7 @@
 // Long lines of markup end in a backslash: a line continuation inside a template literal adds nothing to the
 // string, so the line after it starts at column 0 (indentation there would become part of the output).
 import type { User } from '../../src/domain/user.js';
-import { html } from '../pages/kit.js';
+import { html, type Html } from '../pages/kit.js';
 import { type Frame, layout, postButton } from './views-layout.js';
 
 export function userList(
@@ -51,6 +51,8 @@ export function userView(
       userAgent: string | null;
     }>;
     grants: Array<{ id: string; clientId: string; scope: string; createdAt: string; revokedAt: string | null }>;
+    /** More sections after the details (the second factors: views-factors.ts). */
+    sections?: Html[];
   },
 ): string {
   const u = o.user;
@@ -97,6 +99,7 @@ ${postButton({
 ${postButton({ action: `${base}/revoke-grants`, csrf: frame.csrf, label: 'Revoke all grants', className: 'secondary' })}
 <a class="button secondary" href="${base}/delete">Delete…</a>
 </div></section>
+${o.sections ?? []}
 <section class="card"><h2>Sessions (${live.length} active)</h2>
 <div class="scroll"><table><thead><tr><th>Started</th><th>Last seen</th><th>IP</th><th>Browser</th></tr></thead><tbody>
 ${live.length === 0 ? html`<tr><td colspan="4">No active sessions.</td></tr>` : ''}

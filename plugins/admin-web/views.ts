@@ -13,6 +13,7 @@ export {
   formFromApplication,
 } from './views-applications.js';
 export { userList, userView } from './views-users.js';
+export { factorLabel, factorSection } from './views-factors.js';
 export { keysPage } from './views-keys.js';
 export { auditPage } from './views-audit.js';
 export { messagePage, setupPage } from './views-setup.js';

@@ -20,8 +20,10 @@ import {
   AuditPageSchema,
 } from '../../schemas/admin.js';
 import Type from 'typebox';
+import { optionalBody } from '../../src/validate.js';
 import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
 import { createAdminAuthHook } from './auth.js';
+import { registerAdminFactorRoutes } from './factors.js';
 
 export interface AdminPluginOptions {
   adminApiToken: string;
@@ -152,7 +154,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
     '/keys/rotate',
     {
       schema: {
-        body: Type.Optional(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+        body: optionalBody(Type.Object({ force: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
         response: { 200: KeyList, ...errors },
       },
     },
@@ -305,6 +307,8 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
       return reply.code(204).send(null);
     },
   );
+
+  registerAdminFactorRoutes(app, context);
 
   app.delete(
     '/users/:id',

@@ -16,6 +16,12 @@ export function decisionLocation(decision: Exclude<Decision, { kind: 'form_post'
     case 'verify-email':
     case 'consent':
       return `${loginUrl}/${decision.kind}?request=${encodeURIComponent(decision.requestId)}`;
+    case 'second-factor':
+      // A step-up: the page steps the session up in place, then goes on to the continue URL.
+      return `${loginUrl}/second-factor?request=${encodeURIComponent(decision.requestId)}`;
+    case 'enrol':
+      // No second factor yet: the sign-in methods page offers "Continue" to the request once one exists.
+      return `${loginUrl}/account/sign-in-methods?return_to=${encodeURIComponent(decision.continueUrl)}`;
   }
 }
 
@@ -36,9 +42,7 @@ export function sendDecision(reply: FastifyReply, decision: Decision, loginUrl: 
 }
 
 /** The authorize endpoint's continuation after a hosted page. */
-export function continueUrl(issuer: string, requestId: string): string {
-  return `${issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`;
-}
+export { continueUrl } from '../../src/services/authorization.js';
 
 /** The authorize endpoint's page for a sealed form_post answer (AuthorizationService.sealDelivery). */
 export function deliverUrl(issuer: string, sealed: string): string {

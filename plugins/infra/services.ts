@@ -26,10 +26,15 @@ export interface ServicesPluginOptions {
   staticApplications: StaticApplications;
   /** Instead of the mailer SMTP_URL configures. */
   mailer?: Mailer;
+  /** The clock of the time-based codes (TOTP); tests fix it. */
+  clock?: () => number;
 }
 
 export default fp(
-  async function servicesPlugin(app: FastifyInstance, { config, staticApplications, mailer }: ServicesPluginOptions) {
+  async function servicesPlugin(
+    app: FastifyInstance,
+    { config, staticApplications, mailer, clock }: ServicesPluginOptions,
+  ) {
     // The self-service counts against the same limits as the sign-in and the verification resends.
     const selfService: SelfServiceGuards = {
       confirmPassword: (email, run) => app.signInLimits.confirmPassword(email, run),
@@ -53,6 +58,7 @@ export default fp(
       events: app.metricEvents,
       limits: { mailRecipientCap: (to) => app.mailRecipientCap(to), selfService },
       ...(mailer ? { mailer } : {}),
+      ...(clock ? { clock } : {}),
     });
     await prepareSigningKeys(config, services);
     app.decorate('services', services);

@@ -11,6 +11,7 @@ import { registerPasskeyPages } from './passkey-pages.js';
 import { registerRecoveryPages } from './recovery-pages.js';
 import { registerSignInPages } from './sign-in-pages.js';
 import { createSecondFactorFlow, registerSecondFactorPages } from './second-factor.js';
+import { registerTotpSecondFactor } from './totp-second-factor.js';
 import { registerVerificationPages } from './verification-pages.js';
 import * as views from './views.js';
 
@@ -56,6 +57,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   const secondFactor = createSecondFactorFlow(context);
   registerSecondFactorPages(context, secondFactor);
   registerPasskeyPages(context, secondFactor);
+  registerTotpSecondFactor(context, secondFactor);
   registerVerificationPages(context);
   registerRecoveryPages(context);
 

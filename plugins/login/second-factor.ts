@@ -18,7 +18,8 @@ import { ipKey } from '../../src/rate-limit.js';
 import type { PendingSignIn } from '../../src/services/factors/index.js';
 import { alert as formError, hidden, html, type Html } from '../pages/kit.js';
 import { layout } from '../pages/hosted.js';
-import { type App, Form, type LoginContext } from './page-context.js';
+import { sendDecision } from '../infra/decisions.js';
+import { type App, first, Form, type LoginContext } from './page-context.js';
 
 /** Who is giving a second factor: a pending sign-in of this browser, or a signed-in session stepping up. */
 export type SecondFactorSubject =
@@ -177,7 +178,7 @@ export type SecondFactorFlow = ReturnType<typeof createSecondFactorFlow>;
 
 /** The page, and its cancel. The factor kinds' own POST handlers are registered by their modules. */
 export function registerSecondFactorPages(context: LoginContext, flow: SecondFactorFlow) {
-  const { app, loginPath, csrfToken, checkCsrf, page, safeReturnTo } = context;
+  const { app, config, loginPath, csrfToken, checkCsrf, page, safeReturnTo } = context;
 
   app.get('/second-factor', { schema: { querystring: SecondFactorQuery } }, async (request, reply) => {
     const subject = await flow.subjectOf(request);
@@ -200,14 +201,24 @@ export function registerSecondFactorPages(context: LoginContext, flow: SecondFac
     );
   });
 
-  // Cancel: a pending sign-in ends (no session); a step-up goes back to the request, which then answers the
-  // application that its level was not met (nextStep).
+  // Cancel: a pending sign-in ends (no session); a step-up on a request of this browser answers the application
+  // that its level was not met (unmet_authentication_requirements; the request ends), if the request is still at
+  // the step-up for this session (AuthorizationService.cancelStepUp; otherwise the step that is due).
   app.post('/second-factor/cancel', { schema: { body: Form } }, async (request, reply) => {
     checkCsrf(request, request.body);
     const subject = await flow.subjectOf(request);
     if (subject?.kind === 'pending') {
       await app.services.factors.cancelPending(subject.pending);
       app.clearPendingSignInCookie(reply);
+    }
+    const requestId = first(request.body.request);
+    if (subject?.kind === 'step-up' && requestId) {
+      const browser = app.browserBinding(request);
+      return sendDecision(
+        reply,
+        await app.services.authorization.cancelStepUp(requestId, browser, subject.ctx),
+        config.loginUrl,
+      );
     }
     return reply.code(303).header('location', `${loginPath}/sign-in`).send();
   });

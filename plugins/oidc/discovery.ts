@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../src/config.js';
 import { TOKEN_ENDPOINT_AUTH_METHODS } from '../../src/domain/application.js';
+import { ACR_VALUES } from '../../src/domain/mfa.js';
 import { CLAIMS_SUPPORTED } from '../../src/oauth/claims.js';
 import { CLIENT_ASSERTION_ALGORITHMS, clientEndpointUrls } from '../../src/oauth/client-assertion.js';
 import { SCOPE_NAMES } from '../../src/oauth/scopes.js';
@@ -43,6 +44,8 @@ export function discoveryDocument(config: Config) {
     code_challenge_methods_supported: ['S256'],
     claims_supported: CLAIMS_SUPPORTED,
     claims_parameter_supported: true,
+    // The levels a request may ask for (acr_values, or the claims parameter's id_token.acr): src/domain/mfa.ts.
+    acr_values_supported: [...ACR_VALUES],
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     prompt_values_supported: ['none', 'login', 'consent', 'create'],

@@ -56,6 +56,7 @@ Options for create and update:
   --post-verification-path PATH   path on the app's origin after e-mail verification
   --scope SCOPE                   allowed scope; repeat (default: openid profile email offline_access)
   --disabled / --enabled          create disabled, or enable/disable on update
+  --require-mfa / --no-require-mfa  only sessions with a second factor get codes (default off)
 
 Application type (default: a browser or mobile app, a public client with PKCE and no secret):
   --type public|confidential      confidential: a server-side application that authenticates at the token
@@ -83,6 +84,8 @@ const APP_OPTIONS = {
   scope: { type: 'string', multiple: true },
   disabled: { type: 'boolean' },
   enabled: { type: 'boolean' },
+  'require-mfa': { type: 'boolean' },
+  'no-require-mfa': { type: 'boolean' },
   type: { type: 'string' },
   'auth-method': { type: 'string' },
   pkce: { type: 'string' },
@@ -233,6 +236,7 @@ function describeApp(a: Application): string {
     ['Type', a.clientType === 'public' ? 'public (browser or mobile app, PKCE)' : 'confidential (server-side)'],
     ['Token endpoint auth', a.tokenEndpointAuthMethod],
     ['PKCE', a.pkce],
+    ['Requires MFA', a.requireMfa ? 'yes' : 'no'],
     ['Grant types', a.grantTypes.join(' ')],
   ];
   if (a.jwksUri) lines.push(['JWKS URI', a.jwksUri]);
@@ -280,6 +284,7 @@ export async function appsCommand(sub: string | undefined, rest: string[], io: I
     postVerificationRedirectPath: clearable(values['post-verification-path']),
     allowedScopes: values.scope as string[] | undefined,
     enabled: sub === 'create' || sub === 'update' ? flagPair(values, 'enabled', 'disabled') : undefined,
+    requireMfa: flagPair(values, 'require-mfa', 'no-require-mfa'),
     tokenEndpointAuthMethod: authMethodOf(values),
     pkce: choice('pkce', values.pkce, PKCE_POLICIES),
     grantTypes: (values.grant as string[] | undefined)?.map((g) => choice('grant', g, GRANT_TYPES) as GrantType),

@@ -38,6 +38,7 @@ const FLAGS: Record<string, string> = {
   allowedScopes: '--scope',
   tokenEndpointAuthMethod: '--auth-method',
   pkce: '--pkce',
+  requireMfa: '--require-mfa',
   grantTypes: '--grant',
   jwksUri: '--jwks-uri',
   jwks: '--jwks-file',

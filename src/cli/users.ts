@@ -18,6 +18,11 @@ export const USERS_HELP = `Usage: idp users <create|list|show|update|enable|disa
   delete   <id or e-mail> --yes
   sessions <id or e-mail> [--revoke [--session ID]]   list, or revoke all (or one) sessions and their tokens
   grants   <id or e-mail> [--revoke [--grant ID]]     list, or revoke all (or one) grants, their tokens and consents
+  factors  <id or e-mail> [--remove ID --yes]         list the second factors (passkeys, authenticator app,
+                                                      recovery codes), or remove one (a passkey id, totp or
+                                                      recovery-codes)
+  reset-factors <id or e-mail> --yes                  remove every second factor of a user who lost them
+  (removing factors ends every session of the user, mails the user and is audited)
 
 Options for create and update:
   --email EMAIL                   update only changes it when given
@@ -53,6 +58,7 @@ const SUBCOMMAND_OPTIONS = new Map<string | undefined, Options>([
   ['update', USER_OPTIONS],
   ['sessions', { revoke: { type: 'boolean' }, session: { type: 'string' } }],
   ['grants', { revoke: { type: 'boolean' }, grant: { type: 'string' } }],
+  ['factors', { remove: { type: 'string' } }],
 ]);
 
 function describeUser(u: User): string {
@@ -119,6 +125,7 @@ export async function usersCommand(sub: string | undefined, rest: string[], io: 
   const { values, positionals } = parse(rest, SUBCOMMAND_OPTIONS.get(sub) ?? {});
   if (values.help || !sub) return io.out(USERS_HELP);
   if (sub === 'sessions' || sub === 'grants') return userAccessCommand(sub, values, positionals, io);
+  if (sub === 'factors' || sub === 'reset-factors') return userFactorsCommand(sub, values, positionals, io);
   checkRecordSubcommand(USERS, sub);
 
   const password = passwordOf(values, io);
@@ -185,6 +192,67 @@ async function userAccessCommand(
         empty: 'No grants.',
         header: ['GRANT', 'CLIENT ID', 'SCOPE', 'CREATED', 'REVOKED'],
         row: (g) => [g.id, g.clientId, g.scope, g.createdAt, g.revokedAt ?? '-'],
+      },
+    );
+  });
+}
+
+/** `idp users factors <user> [--remove ID --yes]` and `idp users reset-factors <user> --yes` (issue 34). */
+async function userFactorsCommand(
+  sub: 'factors' | 'reset-factors',
+  values: Values,
+  positionals: string[],
+  io: Io,
+): Promise<void> {
+  const ref = one(positionals, 'user id or e-mail');
+  const remove = values.remove as string | undefined;
+  if (remove === '') throw new UsageError('--remove needs a factor id (a passkey id, totp or recovery-codes)');
+  if ((sub === 'reset-factors' || remove) && !values.yes) {
+    const what = remove ? `removing the second factor ${remove}` : 'removing every second factor';
+    throw new UsageError(`${what} of ${ref} ends every session of the user and cannot be undone: add --yes to confirm`);
+  }
+  const json = Boolean(values.json);
+  const config = loadCliConfig(io);
+  await withServices(config, `idp users ${sub}`, io, async ({ users, factors }) => {
+    const user = await users.get(ref);
+    if (sub === 'reset-factors') {
+      const gone = await factors.resetAll(user.id, actor());
+      return io.out(
+        json
+          ? JSON.stringify(gone)
+          : `Removed ${gone.passkeys} passkey(s), ${gone.totp} authenticator app(s) and ${gone.recoveryCodes} ` +
+              `recovery code(s) of ${user.email}; every session ended, the user was told by mail`,
+      );
+    }
+    if (remove) {
+      const removed = await factors.removeOne(user.id, remove, actor());
+      return io.out(
+        json
+          ? JSON.stringify(removed)
+          : `Removed the second factor ${remove} of ${user.email}; every session ended, the user was told by mail`,
+      );
+    }
+    printList(
+      io,
+      json,
+      { items: await factors.list(user.id) },
+      {
+        empty: 'No second factors.',
+        header: ['ID', 'TYPE', 'NAME', 'CREATED', 'LAST USED', 'DETAILS'],
+        row: (f) => [
+          f.id,
+          f.kind,
+          f.name,
+          f.createdAt,
+          f.lastUsedAt ?? '-',
+          f.kind === 'recovery_code'
+            ? `${f.remaining ?? 0} unused`
+            : f.kind === 'passkey'
+              ? f.backedUp
+                ? 'synced'
+                : 'device-bound'
+              : '-',
+        ],
       },
     );
   });

@@ -30,6 +30,11 @@ export interface Application {
   allowedScopes: string[];
   enabled: boolean;
   /**
+   * Only sessions with a second factor (acr urn:idp:mfa) get codes for this application: a session without one
+   * is stepped up, or its user sent to enrol (src/oauth/authorize-flow.ts, requiredAcr). Default false.
+   */
+  requireMfa: boolean;
+  /**
    * How the client authenticates at the token, revocation and introspection endpoints (RFC 7591 §2). 'none': a
    * public PKCE client (the default); the others make a confidential client ("server-side application").
    */
@@ -95,6 +100,7 @@ export const ApplicationCreateSchema = Type.Object(
     postVerificationRedirectPath: Type.Optional(Nullable(Text(1024))),
     allowedScopes: Type.Optional(Type.Array(ScopeName, { minItems: 1, uniqueItems: true })),
     enabled: Type.Optional(Type.Boolean()),
+    requireMfa: Type.Optional(Type.Boolean({ description: 'only sessions with a second factor; default false' })),
     ...ClientAuthFields,
   },
   { additionalProperties: false },
@@ -114,6 +120,7 @@ export const ApplicationUpdateSchema = Type.Object(
     postVerificationRedirectPath: Type.Optional(Nullable(Text(1024))),
     allowedScopes: Type.Optional(Type.Array(ScopeName, { minItems: 1, uniqueItems: true })),
     enabled: Type.Optional(Type.Boolean()),
+    requireMfa: Type.Optional(Type.Boolean({ description: 'only sessions with a second factor' })),
     ...ClientAuthFields,
   },
   { additionalProperties: false, minProperties: 1 },

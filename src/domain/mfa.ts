@@ -10,11 +10,9 @@
 /** RFC 8176 values this provider records. */
 export type AmrValue = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'pin' | 'mfa';
 
-export const ACR_PASSWORD = 'urn:idp:pwd';
-export const ACR_MFA = 'urn:idp:mfa';
-/** In order of strength: the discovery document's acr_values_supported. */
-export const ACR_VALUES = [ACR_PASSWORD, ACR_MFA] as const;
-export type AcrValue = (typeof ACR_VALUES)[number];
+// The levels and acrOf/meetsAcr live in src/oauth/acr.ts (the authorize state machine and the ID token read them,
+// and src/oauth imports nothing of src/domain); re-exported here.
+export { ACR_MFA, ACR_PASSWORD, ACR_VALUES, type AcrValue, acrOf, meetsAcr } from '../oauth/acr.js';
 
 /** MFA: off (no factor offered or asked), optional (asked once enrolled), required (every user enrols). */
 export type MfaMode = 'off' | 'optional' | 'required';
@@ -35,18 +33,6 @@ export function combineAmr(amr: readonly string[], added: readonly string[]): st
   if (all.has('pwd') && POSSESSION.some((m) => all.has(m))) all.add('mfa');
   const order: readonly string[] = ['pwd', 'otp', 'hwk', 'swk', 'user', 'pin', 'mfa'];
   return [...all].sort((a, b) => order.indexOf(a) - order.indexOf(b));
-}
-
-/** The acr of a session with these methods. */
-export function acrOf(amr: readonly string[]): AcrValue {
-  return amr.includes('mfa') ? ACR_MFA : ACR_PASSWORD;
-}
-
-/** Whether a session with these methods meets the level `acr` (an unknown value is never met). */
-export function meetsAcr(amr: readonly string[], acr: string): boolean {
-  const have = ACR_VALUES.indexOf(acrOf(amr));
-  const want = ACR_VALUES.indexOf(acr as AcrValue);
-  return want !== -1 && have >= want;
 }
 
 /** The amr a passkey adds: hwk for a device-bound key, swk for a synced one; user verification adds mfa. */

@@ -202,6 +202,7 @@ export const UNCAPPED_MAIL_KINDS: ReadonlySet<string> = new Set([
   'password-changed',
   'email-changed',
   'factor-changed',
+  'recovery-code-used',
 ]);
 
 /**

@@ -96,6 +96,37 @@ export function factorChangedMail(
   };
 }
 
+/**
+ * A recovery code was used to sign in (issue 34): how many are left, where to manage the sign-in methods, and
+ * what to do if it was not the user.
+ */
+export function recoveryCodeUsedMail(
+  to: string,
+  when: Date,
+  remaining: number,
+  links: { methodsLink: string; resetLink: string },
+): MailMessage {
+  const at = utc(when);
+  const left =
+    remaining === 0
+      ? 'No recovery codes are left: make a new set now.'
+      : `${remaining} recovery code${remaining === 1 ? ' is' : 's are'} left.`;
+  return {
+    kind: 'recovery-code-used',
+    to,
+    subject: 'A recovery code was used to sign in to your account',
+    text:
+      `Hello,\n\na recovery code was used to sign in to the account ${to} at ${at}. ${left}\n\n` +
+      `If you lost your authenticator, remove it and set up a new one on your sign-in methods page:\n\n` +
+      `${links.methodsLink}\n\nIf this was not you, reset your password now:\n\n${links.resetLink}\n`,
+    html:
+      html`<p>Hello,</p><p>a recovery code was used to sign in to the account ${to} at ${at}. ${left}</p>`.value +
+      html`<p>If you lost your authenticator, remove it and set up a new one on your `.value +
+      html`<a href="${links.methodsLink}">sign-in methods page</a>.</p>`.value +
+      html`<p>If this was not you, <a href="${links.resetLink}">reset your password now</a>.</p>`.value,
+  };
+}
+
 /** An e-mail change asked for while signed in (issue 17): the link goes to the NEW address. */
 export function emailChangeMail(to: string, link: string, previousEmail: string, minutes: number): MailMessage {
   return {

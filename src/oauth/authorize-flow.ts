@@ -11,6 +11,11 @@
 //                    (signedInHere: login_session_id and login_user_id are the presenting session's)
 //   max_age          the session's auth_time is more than max_age seconds before `now` ─▶ sign-in
 //                    (login_required with prompt=none), unless signed in here
+//   level            the request requires a level (requiredAcr: MFA=required, the application's requireMfa,
+//                    acr_values or the claims parameter's id_token.acr) the session's amr does not meet (meetsAcr)
+//                    ─▶ second-factor (a step-up of the session in place) when the user holds a second factor,
+//                    enrol (the sign-in methods page) when not; login_required with prompt=none (it cannot be met
+//                    silently), unmet_authentication_requirements with MFA=off (no factor can be given)
 //   email_unverified the user's e-mail is unverified ─▶ verify-email (interaction_required with prompt=none)
 //   consent_prompt   prompt=consent ─▶ consent (consent_required with prompt=none), unless consent was given on
 //                    this request BY THIS USER to all its scopes (consentedHere)
@@ -26,12 +31,48 @@
 // one-statement single sign-on states in SQL (db/repositories/sso-rules.ts; test/integration/sso-rules.test.ts
 // checks each pair, and the two decisions, agree).
 // There are no first-party or pre-consented applications: every application is asked for consent.
+import { ACR_MFA, ACR_VALUES, type AcrValue, meetsAcr } from './acr.js';
 import type { AuthorizeParams } from './authorize-params.js';
 import { OAuthError } from './errors.js';
 import { hashToken } from './tokens.js';
 
 /** What the decision reads of a request's parameters. */
-export type StepParams = Pick<AuthorizeParams, 'prompt' | 'max_age' | 'scope'>;
+export type StepParams = Pick<AuthorizeParams, 'prompt' | 'max_age' | 'scope'> &
+  Partial<Pick<AuthorizeParams, 'acr_values' | 'claims'>>;
+
+/** What sets the level a request requires besides its own parameters: MFA and the application's requireMfa. */
+export interface LevelPolicy {
+  /** MFA (src/domain/mfa.ts MfaMode). */
+  mfa: 'off' | 'optional' | 'required';
+  applicationRequiresMfa: boolean;
+}
+
+/** The weakest of the known values among `values` (any of them satisfies the request); unknown ones are ignored. */
+function weakestKnown(values: readonly unknown[]): AcrValue | undefined {
+  const known = ACR_VALUES.filter((v) => values.includes(v));
+  return known[0];
+}
+
+/**
+ * The level a request requires, or undefined for none: urn:idp:mfa with MFA=required or an application that
+ * requires MFA; otherwise what the request asks for, by acr_values (OpenID Connect Core §3.1.2.1) or the claims
+ * parameter's id_token.acr with a value or values (§5.5.1.1): of the values it names, the weakest known one (any
+ * satisfies it). Values this provider does not know are ignored (as a voluntary claim is).
+ */
+export function requiredAcr(params: StepParams, policy: LevelPolicy): AcrValue | undefined {
+  if (policy.mfa === 'required' || policy.applicationRequiresMfa) return ACR_MFA;
+  const asked: AcrValue[] = [];
+  const byValues = params.acr_values && weakestKnown(params.acr_values);
+  if (byValues) asked.push(byValues);
+  const claim = params.claims?.id_token?.acr;
+  if (claim) {
+    const values = [...(claim.value !== undefined ? [claim.value] : []), ...(claim.values ?? [])];
+    const byClaim = weakestKnown(values);
+    if (byClaim) asked.push(byClaim);
+  }
+  // Asked both ways: the stronger of the two.
+  return ACR_VALUES.filter((v) => asked.includes(v)).at(-1);
+}
 
 /**
  * What has happened on a pending request (the columns of authorization_requests): who completed sign-in on it
@@ -49,7 +90,7 @@ export interface RequestProgress {
 
 /** The hosted-login session presenting a request, and its user: a SessionContext fits. */
 export interface Presenter {
-  session: { id: string; auth_time: Date };
+  session: { id: string; auth_time: Date; amr: readonly string[] };
   user: { id: string; email_verified: boolean; disabled: boolean };
 }
 
@@ -62,10 +103,25 @@ export interface StepInput {
   remembered: readonly string[] | undefined;
   /** The current time, against which max_age is measured. */
   now: Date;
+  /** MFA and the request's application's requireMfa (with the request's parameters: requiredAcr). */
+  policy: LevelPolicy;
+  /**
+   * The presenting user holds a second factor (src/domain/mfa.ts hasSecondFactor); loaded when a level is required
+   * (undefined: not known, taken as none).
+   */
+  hasSecondFactor?: boolean | undefined;
 }
 
 /** Where a pending request stands for the session presenting it. */
-export type Step = 'sign-in' | 'sign-up' | 'verify-email' | 'consent' | 'issue' | { error: OAuthError };
+export type Step =
+  | 'sign-in'
+  | 'sign-up'
+  | 'verify-email'
+  | 'second-factor'
+  | 'enrol'
+  | 'consent'
+  | 'issue'
+  | { error: OAuthError };
 
 /** A request nothing has happened on yet. */
 export const nothingDone = <P extends StepParams>(params: P) => ({
@@ -122,6 +178,10 @@ export const issueChecks = {
   userActive: ({ presenter }: PresentedInput) => !presenter.user.disabled,
   emailVerified: ({ presenter }: PresentedInput) => presenter.user.email_verified,
   signInFresh: ({ request, presenter, now }: PresentedInput) => !signInTooOld(request.params, presenter, now),
+  levelMet: ({ request, presenter, policy }: PresentedInput) => {
+    const required = requiredAcr(request.params, policy);
+    return required === undefined || meetsAcr(presenter.session.amr, required);
+  },
   consentCovers: ({ request, remembered }: PresentedInput) => consentCovers(remembered, request.params.scope),
 };
 
@@ -145,6 +205,12 @@ export function nextStep(input: StepInput): Step {
   if (!signedIn && !issueChecks.signInFresh(presented)) {
     if (none) return { error: new OAuthError('login_required', 'the sign-in is older than max_age') };
     return 'sign-in';
+  }
+  if (!issueChecks.levelMet(presented)) {
+    if (none) return { error: new OAuthError('login_required', 'the session does not meet the required level') };
+    if (input.policy.mfa === 'off')
+      return { error: new OAuthError('unmet_authentication_requirements', 'second factors are turned off here') };
+    return input.hasSecondFactor ? 'second-factor' : 'enrol';
   }
   if (!issueChecks.emailVerified(presented)) {
     if (none) return { error: new OAuthError('interaction_required', 'the e-mail address is not verified') };

@@ -2,8 +2,9 @@
 // §4.3, OpenID Connect Core §3.1.2.1): pure parsing, every rule an OAuthError that authorize redirects.
 // Parameters OpenID Connect Core defines that need nothing of us are accepted and not stored: `display` (one of
 // the four values §3.1.2.1 defines, like prompt's; the pages are the same for each), `ui_locales` and
-// `claims_locales` (preferences; the pages are English), `acr_values` (we assert no `acr`: §3.1.2.1 and §15.1 ask
-// only that its use not be an error). `claims` (§5.5) is parsed and kept with the request (parseClaimsParameter),
+// `claims_locales` (preferences; the pages are English). `acr_values` is kept with the request (the values asked
+// for, in order of preference; the level they require is requiredAcr's, src/oauth/authorize-flow.ts).
+// `claims` (§5.5) is parsed and kept with the request (parseClaimsParameter),
 // and asks for the scopes that carry the claims it names (withClaimScopes);
 // `id_token_hint` is checked for length here and verified by the service (src/services/authorization.ts).
 import { OAuthError, parameterError } from './errors.js';
@@ -27,6 +28,8 @@ export interface AuthorizeParams {
   login_hint?: string;
   /** Absent: query (the default). OAuth 2.0 Form Post Response Mode. */
   response_mode?: 'form_post';
+  /** acr_values (OpenID Connect Core §3.1.2.1): the values asked for, in order of preference (unknown ones too). */
+  acr_values?: string[];
   /** The `claims` parameter's members (OpenID Connect Core §5.5), as parsed. */
   claims?: RequestedClaims;
 }
@@ -203,6 +206,7 @@ export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redir
   const nonce = single(raw, 'nonce');
   const loginHint = single(raw, 'login_hint');
   const idTokenHint = single(raw, 'id_token_hint');
+  const acrValues = single(raw, 'acr_values');
   for (const [name, value] of [
     ['state', state],
     ['nonce', nonce],
@@ -210,7 +214,7 @@ export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redir
     ['id_token_hint', idTokenHint],
     ['ui_locales', single(raw, 'ui_locales')],
     ['claims_locales', single(raw, 'claims_locales')],
-    ['acr_values', single(raw, 'acr_values')],
+    ['acr_values', acrValues],
   ] as const) {
     if (value !== undefined && value.length > (name === 'id_token_hint' ? 8192 : 2048))
       throw parameterError(name, 'is too long');
@@ -232,5 +236,6 @@ export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redir
     ...(loginHint !== undefined && { login_hint: loginHint }),
     ...(responseMode === 'form_post' && { response_mode: 'form_post' as const }),
     ...(claims !== undefined && { claims }),
+    ...(acrValues !== undefined && splitScope(acrValues).length > 0 && { acr_values: splitScope(acrValues) }),
   };
 }

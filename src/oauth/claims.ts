@@ -46,6 +46,8 @@ export const CLAIMS_SUPPORTED = [
     'azp',
     'at_hash',
     'sid',
+    'acr',
+    'amr',
     ...SCOPES.flatMap((s) => s.claims),
   ]),
 ];

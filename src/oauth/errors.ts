@@ -16,6 +16,7 @@ export type OAuthErrorCode =
   | 'login_required'
   | 'consent_required'
   | 'interaction_required'
+  | 'unmet_authentication_requirements'
   | 'request_not_supported'
   | 'request_uri_not_supported'
   | 'invalid_token'
@@ -182,9 +183,12 @@ export const ERROR_DESCRIPTIONS = {
     'the user is not signed in',
     'the sign-in is older than max_age',
     'the signed-in user is not the one of the id_token_hint',
+    'the session does not meet the required level',
   ],
   consent_required: ['the user has not consented to these scopes'],
   interaction_required: ['the e-mail address is not verified'],
+  // OpenID Connect Core 1.0 incorporating errata set 2, §3.1.2.6 (IANA OAuth Extensions Error registry).
+  unmet_authentication_requirements: ['second factors are turned off here', 'the user did not give a second factor'],
   request_not_supported: ['request objects are not supported'],
   request_uri_not_supported: ['request_uri is not supported'],
   invalid_token: [],

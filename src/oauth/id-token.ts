@@ -1,6 +1,9 @@
-// ID tokens (OIDC Core §2): iss, sub, aud, exp, iat, auth_time, nonce, azp, at_hash, sid.
+// ID tokens (OIDC Core §2): iss, sub, aud, exp, iat, auth_time, nonce, azp, at_hash, sid, and amr (RFC 8176) with
+// the acr that follows from it (src/domain/mfa.ts: the level achieved, which the relying party checks) when the
+// grant recorded how the user authenticated (grants older than second factors did not: neither claim).
 // Profile and e-mail claims are served by UserInfo, not put in the ID token.
 import * as jose from 'jose';
+import { acrOf } from './acr.js';
 import { atHash } from './tokens.js';
 
 export interface IdTokenInput {
@@ -11,6 +14,8 @@ export interface IdTokenInput {
   nonce?: string | null | undefined;
   accessToken: string;
   sessionId?: string | null | undefined;
+  /** How the user authenticated (RFC 8176); null or absent: an older grant, no amr and no acr. */
+  amr?: readonly string[] | null | undefined;
   lifetimeSeconds: number;
   now?: Date;
 }
@@ -27,6 +32,10 @@ export async function signIdToken(
   };
   if (input.nonce) claims.nonce = input.nonce;
   if (input.sessionId) claims.sid = input.sessionId;
+  if (input.amr && input.amr.length > 0) {
+    claims.acr = acrOf(input.amr);
+    claims.amr = [...input.amr];
+  }
   return new jose.SignJWT(claims)
     .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
     .setIssuer(input.issuer)

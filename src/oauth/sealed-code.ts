@@ -3,6 +3,9 @@
 // (decisions.md: client, redirect_uri, PKCE challenge, nonce, scope, user, auth_time, and the session) can be
 // read only by this server and changed by nobody; single use is enforced where it is spent: the exchange
 // inserts the code's grant under the grant id the code carries, so a second exchange finds it taken.
+// The session's amr (how the user authenticated, RFC 8176) was added as a twelfth member: a code sealed before it
+// (eleven members, still live for at most AUTHORIZATION_CODE_TTL across an upgrade) opens with amr null, and its
+// grant and ID tokens carry no amr or acr, as grants older than second factors.
 import { hash } from 'node:crypto';
 import { seal, unseal } from './seal.js';
 
@@ -27,11 +30,14 @@ export interface CodeContents {
   codeChallenge: string | null;
   nonce: string | null;
   scope: string;
+  /** The session's amr when the code was issued; null for a code sealed before amr was carried. */
+  amr: readonly string[] | null;
 }
 
 export const redirectUriHash = (redirectUri: string): string => hash('sha256', redirectUri, 'base64url');
 
-type Packed = [string, string, string, string, number, string, number, string, string | null, string | null, string];
+type Packed11 = [string, string, string, string, number, string, number, string, string | null, string | null, string];
+type Packed = [...Packed11, string[]] | Packed11;
 
 export function sealCode(contents: CodeContents, secretKey: string): string {
   const packed: Packed = [
@@ -46,13 +52,15 @@ export function sealCode(contents: CodeContents, secretKey: string): string {
     contents.codeChallenge,
     contents.nonce,
     contents.scope,
-  ];
+    ...(contents.amr === null ? [] : [[...contents.amr]]),
+  ] as Packed;
   return seal(JSON.stringify(packed), { secretKey, purpose: PURPOSE, aad: PURPOSE });
 }
 
 const isPacked = (value: unknown): value is Packed =>
   Array.isArray(value) &&
-  value.length === 11 &&
+  (value.length === 11 ||
+    (value.length === 12 && Array.isArray(value[11]) && value[11].every((m: unknown) => typeof m === 'string'))) &&
   [0, 1, 2, 3, 5, 7, 10].every((i) => typeof value[i] === 'string') &&
   [4, 6].every((i) => Number.isFinite(value[i])) &&
   [8, 9].every((i) => value[i] === null || typeof value[i] === 'string');
@@ -68,8 +76,20 @@ export function openCode(code: string, secretKey: string): CodeContents | undefi
     return undefined;
   }
   if (!isPacked(packed)) return undefined;
-  const [grantId, clientId, userId, sessionId, authTime, issuedAt, expiresAt, uriHash, codeChallenge, nonce, scope] =
-    packed;
+  const [
+    grantId,
+    clientId,
+    userId,
+    sessionId,
+    authTime,
+    issuedAt,
+    expiresAt,
+    uriHash,
+    codeChallenge,
+    nonce,
+    scope,
+    amr,
+  ] = packed;
   return {
     grantId,
     clientId,
@@ -82,5 +102,6 @@ export function openCode(code: string, secretKey: string): CodeContents | undefi
     codeChallenge,
     nonce,
     scope,
+    amr: amr ?? null,
   };
 }

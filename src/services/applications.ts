@@ -4,6 +4,7 @@ import type { Db } from '../../db/create-db.js';
 import * as repo from '../../db/repositories/applications.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
 import * as secrets from '../../db/repositories/client-secrets.js';
+import { revokeClientRefreshTokens } from '../../db/repositories/grants.js';
 import {
   ApplicationCreateSchema,
   ApplicationUpdateSchema,
@@ -232,6 +233,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
           post_verification_redirect_path: input.postVerificationRedirectPath ?? null,
           allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_ALLOWED_SCOPES),
           enabled: input.enabled ?? true,
+          require_mfa: input.requireMfa ?? false,
           created_by: options.createdBy ?? null,
           ...settingsColumns(settings),
         });
@@ -276,6 +278,20 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
       if (authProblems.length) throw validationError(authProblems);
       const hadSecret = SECRET_METHODS.includes(before.tokenEndpointAuthMethod);
       const hasSecret = SECRET_METHODS.includes(settings.tokenEndpointAuthMethod);
+      const wasConfidential = before.tokenEndpointAuthMethod !== 'none';
+      if (wasConfidential && settings.tokenEndpointAuthMethod === 'none') {
+        // Turned public: refresh tokens it obtained while authenticating would now work with its client_id alone.
+        const revoked = await revokeClientRefreshTokens(trx, clientId);
+        if (revoked > 0) {
+          await appendAuditEvent(trx, {
+            type: 'token.revoked',
+            actor: context.actor,
+            ip: context.ip,
+            clientId,
+            detail: { reason: 'client_became_public', refreshTokensRevoked: revoked },
+          });
+        }
+      }
       if (hadSecret && !hasSecret) {
         // No longer a secret client: its secrets die with the method.
         if ((await secrets.deleteClientSecrets(trx, clientId)) > 0) {
@@ -306,6 +322,7 @@ export function createApplicationService(deps: ApplicationServiceDeps) {
         }),
         ...(input.allowedScopes !== undefined && { allowed_scopes: JSON.stringify(input.allowedScopes) }),
         ...(input.enabled !== undefined && { enabled: input.enabled }),
+        ...(input.requireMfa !== undefined && { require_mfa: input.requireMfa }),
         ...(options.createdBy !== undefined && { created_by: options.createdBy }),
       });
       if (!row) throw notFound('NOT_FOUND', `No application with client id ${clientId}`);

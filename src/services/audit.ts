@@ -22,6 +22,7 @@ export const AUDIT_EVENT_TYPES = [
   'user.sign_in_failed',
   'user.email_verified',
   'user.address_taken_over',
+  'user.stepped_up',
   'session.revoked',
   'authorization.granted',
   'consent.granted',
@@ -37,6 +38,14 @@ export const AUDIT_EVENT_TYPES = [
   'mfa.passkey_removed',
   'mfa.passkey_renamed',
   'mfa.passkey_counter_regression',
+  // An operator's removal of a user's second factors (issue 34).
+  'mfa.factor_removed',
+  'mfa.factors_reset',
+  // The user's own authenticator app and recovery codes (issue 34).
+  'mfa.totp_enabled',
+  'mfa.totp_removed',
+  'mfa.recovery_codes_generated',
+  'mfa.recovery_code_used',
 ];
 
 /**

@@ -16,7 +16,7 @@
 // What each step is worth: the next step is never stored, it is derived by nextStep() (src/oauth/authorize-flow.ts,
 // pure: its checks and their order are listed there) from the request, the session presenting it (the
 // hosted-login cookie), the user's remembered consent and the time, all loaded here before it is called:
-//   sign-in / sign-up / verify-email / consent (a page), an error redirected (prompt=none), or
+//   sign-in / sign-up / verify-email / second-factor / enrol / consent (a page), an error redirected, or
 //   issue: complete the request and issue a (sealed) code for the presenting session's user.
 // consent() is accepted only when nextStep() says "consent" for the user presenting the request; at any
 // other step it records nothing and the browser is sent to the step that is due.
@@ -24,7 +24,8 @@
 // is issued only if the user's remembered consent covers the scopes; only when a page must be shown is the
 // request stored, bound as above. Without prompt=login or prompt=consent one statement finds the session
 // (sessionForCode): the cookie's live session, of an enabled user with a verified e-mail, within max_age,
-// with the consent remembered, is what nextStep() answers 'issue' for (the rules of db/repositories/sso-rules.ts,
+// with the consent remembered, with a second factor when the request requires it (requiredAcr), is what nextStep()
+// answers 'issue' for (the rules of db/repositories/sso-rules.ts,
 // twins of nextStep's issueChecks); when it finds none, the session is looked up and nextStep() decides as
 // above. Codes are sealed (src/oauth/sealed-code.ts): issuing one writes nothing; the exchange creates the grant.
 // How the answer reaches the client is the request's response mode (kept with the pending request): query (a
@@ -66,6 +67,8 @@ import {
   ssoApplies,
   type Step,
   type StepInput,
+  type LevelPolicy,
+  requiredAcr,
 } from '../oauth/authorize-flow.js';
 import { OAuthError, type OAuthErrorCode } from '../oauth/errors.js';
 import { formatScope } from '../oauth/scope.js';
@@ -74,6 +77,7 @@ import { seal, unseal } from '../oauth/seal.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { ApplicationService } from './applications.js';
 import type { SessionContext } from '../domain/session.js';
+import { ACR_MFA, type FactorSummary, hasSecondFactor } from '../domain/mfa.js';
 import { sessionTouchSeconds } from './sessions.js';
 import type { KeyStore } from './key-store.js';
 
@@ -95,7 +99,16 @@ export type Decision =
   | { kind: 'sign-in'; requestId: string }
   | { kind: 'sign-up'; requestId: string }
   | { kind: 'verify-email'; requestId: string }
+  /** A step-up: the session lacks the level the request requires, and the user holds a second factor. */
+  | { kind: 'second-factor'; requestId: string }
+  /** The level is required, and the user holds no second factor: the sign-in methods page, then continueUrl. */
+  | { kind: 'enrol'; requestId: string; continueUrl: string }
   | { kind: 'consent'; requestId: string };
+
+/** The authorize endpoint's continuation after a hosted page. */
+export function continueUrl(issuer: string, requestId: string): string {
+  return `${issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`;
+}
 
 /** The hosted-login session a request presents: its cookie's value, and its lookup (once per request). */
 export interface PresentedSession {
@@ -126,6 +139,8 @@ export function createAuthorizationService(deps: {
   config: Config;
   applications: ApplicationService;
   keys: Pick<KeyStore, 'jwks'>;
+  /** The user's second factors (services.factors), read when a request requires a level. */
+  factors: { summary(userId: string): Promise<FactorSummary> };
 }) {
   const { db, config } = deps;
   const issuer = config.issuer;
@@ -195,16 +210,34 @@ export function createAuthorizationService(deps: {
 
   const notFound = () => new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
 
+  /** What sets the level a request of `app` requires besides its parameters (requiredAcr). */
+  const policyOf = (app: Application | undefined): LevelPolicy => ({
+    mfa: config.mfa.mode,
+    applicationRequiresMfa: app?.requireMfa ?? false,
+  });
+
   /**
    * What nextStep() reads besides the request, loaded before it decides: the session presenting the request,
-   * its user's remembered consent to the client, and the time.
+   * its user's remembered consent to the client, the time, the level policy, and (when a level is required) the
+   * user's second factors.
    */
   async function stepInput(
     request: RequestProgress & { params: AuthorizationRequestParams },
     ctx: SessionContext | undefined,
+    app?: Application,
   ): Promise<StepInput> {
     const remembered = ctx && (await findConsent(db, ctx.user.id, request.params.client_id));
-    return { request, presenter: ctx, remembered, now: new Date() };
+    const policy = policyOf(app ?? (await deps.applications.find(request.params.client_id)));
+    const required = requiredAcr(request.params, policy) !== undefined;
+    const factors = ctx && required ? await deps.factors.summary(ctx.user.id) : undefined;
+    return {
+      request,
+      presenter: ctx,
+      remembered,
+      now: new Date(),
+      policy,
+      hasSecondFactor: factors && hasSecondFactor(factors),
+    };
   }
 
   async function findBound(
@@ -241,8 +274,14 @@ export function createAuthorizationService(deps: {
       return errorRedirect(request.params, step.error);
     }
     if (step === 'issue') return issueForRequest(request.id, request.params, ctx!);
-    return { kind: step, requestId: request.id };
+    return pageDecision(step, request.id);
   }
+
+  /** The hosted page of `step` for the stored request `requestId`. */
+  const pageDecision = (step: Exclude<Step, 'issue' | { error: OAuthError }>, requestId: string): Decision =>
+    step === 'enrol'
+      ? { kind: step, requestId, continueUrl: continueUrl(issuer, requestId) }
+      : { kind: step, requestId };
 
   /** A code for the presenting session's user, if the gate passes (the pending request completed, once). */
   async function issueCode(
@@ -255,7 +294,13 @@ export function createAuthorizationService(deps: {
         ? await completeRequestForCode(db, gate.requestId)
         : await consentCoversForCode(db, ctx.user.id, params.client_id, gate.consentCovers);
     if (!issuedAt) return undefined;
-    const session = { sessionId: ctx.session.id, userId: ctx.user.id, authTime: ctx.session.auth_time, issuedAt };
+    const session = {
+      sessionId: ctx.session.id,
+      userId: ctx.user.id,
+      authTime: ctx.session.auth_time,
+      amr: ctx.session.amr,
+      issuedAt,
+    };
     return codeRedirect(params, session);
   }
 
@@ -282,7 +327,7 @@ export function createAuthorizationService(deps: {
    * for the cookie's session if nextStep() would answer 'issue' for it (see sessionForCode); undefined
    * otherwise.
    */
-  async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string) {
+  async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string, app: Application) {
     if (cookie.length > 100 || !ssoApplies(params)) return undefined;
     const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
@@ -290,6 +335,7 @@ export function createAuthorizationService(deps: {
       touchSeconds: sessionTouchSeconds(config.ttl.sessionIdle),
       maxAge: params.max_age ?? null,
       scopes: params.scope,
+      mfaRequired: requiredAcr(params, policyOf(app)) === ACR_MFA,
     });
     return session ? codeRedirect(params, session) : undefined;
   }
@@ -323,8 +369,9 @@ export function createAuthorizationService(deps: {
     params: AuthorizationRequestParams,
     browser: () => string,
     ctx: SessionContext,
+    app: Application,
   ): Promise<Decision> {
-    const step = nextStep(await stepInput(nothingDone(params), ctx));
+    const step = nextStep(await stepInput(nothingDone(params), ctx, app));
     if (typeof step === 'object') return errorRedirect(params, step.error);
     if (step === 'issue') {
       const issued = await issueCode({ consentCovers: params.scope }, params, ctx);
@@ -332,7 +379,7 @@ export function createAuthorizationService(deps: {
       if (params.prompt.includes('none')) return errorRedirect(params, consentRequired().error);
       return { kind: 'consent', requestId: (await storeRequest(params, browser)).id };
     }
-    return { kind: step, requestId: (await storeRequest(params, browser)).id };
+    return pageDecision(step, (await storeRequest(params, browser)).id);
   }
 
   const DELIVERY = 'form post delivery';
@@ -378,7 +425,7 @@ export function createAuthorizationService(deps: {
         throw error;
       }
       if (session.cookie && hinted === undefined) {
-        const issued = await issueForSessionCookie(params, session.cookie);
+        const issued = await issueForSessionCookie(params, session.cookie, app);
         if (issued) return issued;
       }
       const ctx = await session.resolve();
@@ -388,12 +435,27 @@ export function createAuthorizationService(deps: {
         // Someone else is signed in: the hinted user signs in (prompt=login), or says who they are.
         if (!params.prompt.includes('login')) params = { ...params, prompt: [...params.prompt, 'login'] };
       }
-      if (ctx) return authorizeSignedIn(params, browser, ctx);
+      if (ctx) return authorizeSignedIn(params, browser, ctx, app);
       const stored = await storeRequest(params, browser);
-      return decideFor(stored, ctx, nextStep(await stepInput(stored, ctx)));
+      return decideFor(stored, ctx, nextStep(await stepInput(stored, ctx, app)));
     },
 
     decide,
+
+    /**
+     * The step-up's Cancel (the second-factor page) on a request of this browser: accepted only where nextStep()
+     * asks this session for a second factor (or to enrol one); it ends the request and answers the application
+     * with unmet_authentication_requirements. At any other step nothing is ended and the browser goes to the
+     * step that is due.
+     */
+    async cancelStepUp(requestId: string, browser: string | undefined, ctx: SessionContext): Promise<Decision> {
+      const request = await findBound(requestId, browser);
+      if (!request) throw notFound();
+      const step = nextStep(await stepInput(request, ctx));
+      if (step !== 'second-factor' && step !== 'enrol') return decideFor(request, ctx, step);
+      const unmet = new OAuthError('unmet_authentication_requirements', 'the user did not give a second factor');
+      return decideFor(request, ctx, { error: unmet });
+    },
 
     /** A pending request of this browser (what the pages show of it), with its application. */
     async pendingRequest(

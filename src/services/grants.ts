@@ -66,6 +66,7 @@ export function createGrants(deps: {
           usedAt: row.used_at ? new Date(row.used_at) : null,
           absoluteExpiresAt: new Date(row.absolute_expires_at),
           authTime: row.grant_auth_time ? new Date(row.grant_auth_time) : null,
+          amr: row.grant_amr,
           // The rules whose SQL rotateIfCurrent ran, read over the locked row: which one failed.
           checks: refreshChecks(row, { clientId, now: Date.now() }),
         };
@@ -79,6 +80,7 @@ export function createGrants(deps: {
               userId: t.userId,
               clientId: t.clientId,
               authTime: t.authTime,
+              amr: t.amr,
             }),
           async revokeFamily(t) {
             reused = true;
@@ -100,6 +102,7 @@ export function createGrants(deps: {
               // Issued offline: not tied to a browser session, so sign-out does not end it.
               sessionId: null,
               authTime: t.authTime ?? new Date(),
+              amr: t.amr,
               refresh: { kind: 'rotate', presentedHash: tokenHash, absoluteExpiresAt: t.absoluteExpiresAt },
             }),
         });

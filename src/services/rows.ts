@@ -64,6 +64,7 @@ export function toApplication(row: ApplicationRow): Application {
     postVerificationRedirectPath: row.post_verification_redirect_path,
     allowedScopes: row.allowed_scopes,
     enabled: row.enabled,
+    requireMfa: row.require_mfa,
     tokenEndpointAuthMethod: row.token_endpoint_auth_method as TokenEndpointAuthMethod,
     clientType: clientTypeOf(row.token_endpoint_auth_method as TokenEndpointAuthMethod),
     pkce: row.pkce as PkcePolicy,

@@ -37,6 +37,8 @@ export interface IssueInput {
   /** The browser session an access token ends with; null when issued offline (by refresh). */
   sessionId: string | null;
   authTime: Date;
+  /** The grant's amr (the ID token's amr and acr); null: an older grant, neither. */
+  amr?: readonly string[] | null;
   nonce?: string | null;
   /** No refresh token; a new family member (code grant with offline_access); or a rotation. */
   refresh: { kind: 'none' } | { kind: 'new' } | { kind: 'rotate'; presentedHash: string; absoluteExpiresAt: Date };
@@ -100,6 +102,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         subject: code.userId,
         clientId: code.clientId,
         authTime: code.authTime,
+        amr: code.amr ?? null,
         nonce: code.nonce,
         sessionId: code.sessionId,
       },
@@ -183,6 +186,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         subject: input.userId,
         clientId: input.clientId,
         authTime: input.authTime,
+        amr: input.amr ?? null,
         nonce: input.nonce ?? null,
         sessionId: rotate ? null : input.sessionId,
       };
@@ -215,6 +219,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
           sessionId: code.sessionId,
           scope: code.scope,
           authTime: code.authTime,
+          amr: code.amr,
           issuedAt: code.issuedAt,
           expiresAt: code.expiresAt,
           requestMatches: checks.sameClient && checks.sameRedirectUri && checks.pkce,
@@ -256,6 +261,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         subject: rotated.user_id,
         clientId,
         authTime: rotated.auth_time ? new Date(rotated.auth_time) : new Date(),
+        amr: rotated.amr,
         nonce: null,
         sessionId: null,
       };
@@ -275,6 +281,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         userId: string;
         clientId: string;
         authTime: Date | null;
+        amr: string[] | null;
       },
     ): Promise<IssuedTokens | undefined> {
       if (!grace || Date.now() - used.usedAt.getTime() > config.ttl.refreshTokenGrace * 1000) return undefined;
@@ -297,6 +304,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
         subject: used.userId,
         clientId: used.clientId,
         authTime: used.authTime ?? new Date(),
+        amr: used.amr,
       };
     },
 
@@ -309,6 +317,7 @@ export function createTokenIssuer(deps: { config: Config; keys: KeyStore; bearer
               subject: issued.subject,
               clientId: issued.clientId,
               authTime: issued.authTime,
+              amr: issued.amr ?? null,
               nonce: issued.nonce,
               accessToken: issued.accessToken,
               sessionId: issued.sessionId,

@@ -65,6 +65,7 @@ export async function buildTestApp(
     database,
     logStream: logs.stream,
     ...(options.staticApplications ? { staticApplications: options.staticApplications } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   t.teardown(async () => {
     await app.close();

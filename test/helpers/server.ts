@@ -14,7 +14,7 @@ interface TapLike {
 export async function startTestServer(
   t: TapLike,
   env: Record<string, string> = {},
-  options: Pick<BuildOptions, 'configure'> = {},
+  options: Pick<BuildOptions, 'configure' | 'clock'> = {},
 ) {
   const smtp = await startSmtp();
   const database: TestDatabase = await createTestDatabase();
@@ -43,6 +43,7 @@ export async function startTestServer(
     logStream: logs.stream,
     console: (text) => printed.push(...text.split('\n')),
     ...(options.configure ? { configure: options.configure } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   t.teardown(async () => {
     await server.shutdown('test done');

@@ -13,6 +13,7 @@ const PUBLIC_CLIENT = {
   grantTypes: ['authorization_code', 'refresh_token'],
   jwks: null,
   jwksUri: null,
+  requireMfa: false,
 };
 
 // One app (and one database) for the whole file; every subtest makes the data it needs under its own ids.
@@ -1255,5 +1256,28 @@ t.test(
     t.equal(kid.statusCode, 400, 'kid: 600 characters');
     t.equal(kid.json().error, 'VALIDATION_ERROR');
     for (const res of [kid]) t.notMatch(res.body, /FST_|statusCode/);
+  },
+);
+
+t.test(
+  'requireMfa (issue 34): false by default, set on create, changed by PATCH, refused when not a boolean',
+  async (t) => {
+    const plain = await createApp({ clientId: uniqueId('mfa-plain') });
+    t.equal(plain.requireMfa, false, 'default false');
+    const strict = await createApp({ clientId: uniqueId('mfa-strict'), requireMfa: true });
+    t.equal(strict.requireMfa, true, 'set on create');
+    const got = await admin({ method: 'GET', url: `${BASE}/${strict.clientId}` });
+    t.equal(got.json().requireMfa, true, 'read back');
+    const patched = await admin({ method: 'PATCH', url: `${BASE}/${strict.clientId}`, payload: { requireMfa: false } });
+    t.equal(patched.statusCode, 200);
+    t.equal(patched.json().requireMfa, false, 'changed by PATCH');
+    const bad = await admin({ method: 'PATCH', url: `${BASE}/${strict.clientId}`, payload: { requireMfa: 'yes' } });
+    t.equal(bad.statusCode, 400, 'not a boolean');
+    const row = await database.db
+      .selectFrom('applications')
+      .select('require_mfa')
+      .where('client_id', '=', strict.clientId)
+      .executeTakeFirstOrThrow();
+    t.equal(row.require_mfa, false, 'stored');
   },
 );

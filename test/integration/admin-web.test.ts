@@ -737,6 +737,8 @@ t.test('applications: create with bad input, then good; the created page; list a
       postVerificationRedirectPath: '/welcome',
       allowedScopes: ['openid', 'email', 'offline_access'],
       enabled: true,
+      // The checkbox left unticked (issue 34).
+      requireMfa: false,
       // The form's default type (issue 33): a browser or mobile app, a public PKCE client.
       tokenEndpointAuthMethod: 'none',
       clientType: 'public',
@@ -873,6 +875,7 @@ t.test('applications: edit with bad and good input', async (t) => {
   t.same(after.allowedWebOrigins, [], 'an emptied list is emptied');
   t.same(after.allowedScopes, ['openid', 'email']);
   t.equal(after.clientDescription, 'now described');
+  t.equal(after.requireMfa, false, 'the second-factor box unticked');
   const shown = await admin.agent.get(String(res.headers.location));
   t.match(shown.body, /<p class="notice" role="status">Saved\.<\/p>/);
   const audit = await events(app, 'application.updated', { clientId: a.clientId });
@@ -886,6 +889,15 @@ t.test('applications: edit with bad and good input', async (t) => {
     headers: { origin: 'https://edit.example.com', 'access-control-request-method': 'GET' },
   });
   t.notOk(preflight.headers['access-control-allow-origin'], 'the removed origin lost CORS at once');
+
+  // Require a second factor (issue 34): the box ticked, shown on the page and in the form, then unticked.
+  res = await admin.agent.submit(edit, action, { ...values, requireMfa: 'on' });
+  t.equal(res.statusCode, 303);
+  t.equal((await app.services.applications.get(a.clientId)).requireMfa, true, 'requireMfa ticked');
+  t.match((await admin.agent.get(`/admin/applications/${a.clientId}`)).body, /<td id="require-mfa">required<\/td>/);
+  t.match((await admin.agent.get(edit)).body, /name="requireMfa" value="on" checked/, 'the form shows it ticked');
+  res = await admin.agent.submit(edit, action, values);
+  t.equal((await app.services.applications.get(a.clientId)).requireMfa, false, 'unticked again');
 
   const missing = await admin.agent.post('/admin/applications/no-such-app', {
     ...values,

@@ -131,7 +131,10 @@ t.test('display, ui_locales, claims_locales, acr_values, claims and unknown para
       const token = await exchange(code);
       t.equal(token.statusCode, 200);
       const claims = jose.decodeJwt(token.json().id_token);
-      t.notOk('acr' in claims, 'acr_values: no acr claim asserted (we back none)');
+      // Unknown values are ignored (voluntary); the ID token says the level achieved (issue 34), which the
+      // relying party checks.
+      t.equal(claims.acr, 'urn:idp:pwd', 'acr_values of unknown values: the achieved level, urn:idp:pwd');
+      t.same(claims.amr, ['pwd'], 'and how: a password');
     }
   }
   expectError(
@@ -357,6 +360,7 @@ t.test('a code sealed without a PKCE challenge: a public client is still asked f
         codeChallenge: null,
         nonce: 'n',
         scope: 'openid',
+        amr: ['pwd'],
       },
       config.secretKey!,
     );

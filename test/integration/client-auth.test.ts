@@ -5,6 +5,7 @@ import t, { type Test } from 'tap';
 import { sql } from 'kysely';
 import { buildTestApp } from '../helpers/app.js';
 import { listAuditEvents } from '../../db/repositories/audit.js';
+import { obtainCode } from '../helpers/flow.js';
 
 const { app, database } = await buildTestApp(t);
 const redirectUri = 'https://server.example.com/cb';
@@ -232,6 +233,44 @@ t.test('a revoked secret stops at once; changing the method away from secrets de
   t.match(back.clientSecret, /^[A-Za-z0-9_-]{43}$/, 'becoming a secret client again makes a new secret, shown once');
   t.not(back.clientSecret, b.clientSecret);
 });
+
+t.test(
+  'a confidential client turned public: its refresh tokens are revoked, not usable with client_id alone',
+  async (t) => {
+    const rp = await app.services.applications.create(
+      { clientName: 'Downgraded', redirectUris: [redirectUri], tokenEndpointAuthMethod: 'client_secret_post' },
+      ctx,
+    );
+    await app.services.users.create(
+      { email: 'down@example.com', password: 'down-password-1', emailVerified: true },
+      ctx,
+    );
+    const flow = { clientId: rp.clientId, redirectUri, email: 'down@example.com', password: 'down-password-1' };
+    const { code, verifier } = await obtainCode(app, flow);
+    const exchanged = await post('token', {
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      redirect_uri: redirectUri,
+      client_id: rp.clientId,
+      client_secret: rp.clientSecret!,
+    });
+    t.equal(exchanged.statusCode, 200, exchanged.body);
+    const refreshToken = exchanged.json().refresh_token as string;
+    t.ok(refreshToken);
+
+    await app.services.applications.update(rp.clientId, { tokenEndpointAuthMethod: 'none' }, ctx);
+    const res = await post('token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: rp.clientId,
+    });
+    t.equal(res.statusCode, 400);
+    t.equal(res.json().error, 'invalid_grant');
+    const events = await listAuditEvents(database.db, { type: 'token.revoked', clientId: rp.clientId });
+    t.ok(events.some((e) => (e.detail as { reason?: string }).reason === 'client_became_public'));
+  },
+);
 
 t.test('the rules: public clients always use PKCE, no client_credentials; keys only for private_key_jwt', async (t) => {
   const problems = async (input: Record<string, unknown>) => {

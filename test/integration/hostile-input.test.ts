@@ -339,6 +339,7 @@ const PARAMS: Record<string, fc.Arbitrary<string>> = {
   kid: fc.oneof(fc.constant(pct(kid)), urlPart),
   token: urlPart,
   secretId: fc.oneof(fc.constant('cs_AAAAAAAAAAAAAAAA'), urlPart),
+  factorId: fc.oneof(fc.constant('totp'), fc.constant('recovery-codes'), urlPart),
   '*': fc.array(urlPart, { maxLength: 3 }).map((parts) => parts.join('/')),
 };
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;

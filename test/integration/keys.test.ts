@@ -61,6 +61,10 @@ t.test('a rotation right after the next key appeared is refused unless forced', 
   t.equal(res.statusCode, 409);
   t.equal(res.json().error, 'NEXT_KEY_TOO_NEW');
   t.match(res.json().message, /may cache the JWKS for 300 s/);
+  // The body is optional: a POST without one (curl -X POST) reaches the same answer, not a 400.
+  const bare = await app.inject({ method: 'POST', url: '/api/admin/keys/rotate', headers: adminHeaders });
+  t.equal(bare.statusCode, 409);
+  t.equal(bare.json().error, 'NEXT_KEY_TOO_NEW');
 });
 
 t.test('rotation during traffic: tokens signed before still verify, new ones carry the new kid', async (t) => {

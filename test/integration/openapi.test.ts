@@ -22,6 +22,9 @@ const SPEC_PATHS = [
   ['post', '/api/admin/applications/{clientId}/secrets'],
   ['delete', '/api/admin/applications/{clientId}/secrets/{secretId}'],
   ['get', '/api/admin/audit-events'],
+  ['get', '/api/admin/users/{id}/factors'],
+  ['delete', '/api/admin/users/{id}/factors'],
+  ['delete', '/api/admin/users/{id}/factors/{factorId}'],
 ] as const;
 
 t.test('the document covers every /api route, each with a response schema', async (t) => {

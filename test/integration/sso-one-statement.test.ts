@@ -129,6 +129,22 @@ t.test('whatever nextStep would ask for, nothing is written and the long way ans
       undo: 'update sessions set last_seen_at = now() where user_id = $1',
       expect: '/login/sign-in',
     },
+    // Issue 34: a level the password-only session lacks: no code, the long way asks for it.
+    {
+      name: 'acr_values=urn:idp:mfa, no factor',
+      extra: { acr_values: 'urn:idp:mfa' },
+      expect: '/login/account/sign-in-methods',
+    },
+    {
+      name: 'acr_values=urn:idp:mfa, prompt=none',
+      extra: { acr_values: 'urn:idp:mfa', prompt: 'none' },
+      expect: 'error',
+    },
+    {
+      name: 'a max_age within the sign-in, a level it lacks',
+      extra: { acr_values: 'urn:idp:mfa', max_age: '3600' },
+      expect: '/login/account/sign-in-methods',
+    },
     {
       name: 'a disabled user',
       setup: 'update users set disabled = true where id = $1',
@@ -147,5 +163,7 @@ t.test('whatever nextStep would ask for, nothing is written and the long way ans
     t.equal(await count('grants'), grants, `${c.name}: no grant`);
   }
   t.equal(where(String((await authorize({ max_age: '3600' })).headers.location)), 'code', 'within max_age: a code');
+  const pwd = { acr_values: 'urn:idp:pwd' };
+  t.equal(where(String((await authorize(pwd)).headers.location)), 'code', 'acr_values=urn:idp:pwd: a code');
   t.equal(where(String((await authorize()).headers.location)), 'code', 'and afterwards as before');
 });

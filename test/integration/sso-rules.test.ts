@@ -13,8 +13,11 @@ import { sessionForCode } from '../../db/repositories/issuance.js';
 import { findLiveSession } from '../../db/repositories/sessions.js';
 import { findConsent } from '../../db/repositories/consents.js';
 import { type SsoRuleName, ssoRules } from '../../db/repositories/sso-rules.js';
+import type { MfaMode } from '../../src/domain/mfa.js';
 import {
   issueChecks,
+  type LevelPolicy,
+  requiredAcr,
   nextStep,
   nothingDone,
   type Presenter,
@@ -56,11 +59,22 @@ const row = fc.record({
   /** Always with openid, as authorize requires (parseRequestedScope). */
   requestScopes: fc.subarray(SCOPES.slice(1)).map((s) => ['openid', ...s]),
   prompt: mostly<string[]>([], fc.subarray(['none', 'login', 'consent', 'create'])),
+  /** How the session's user authenticated (its acr follows: mfa or not). */
+  amr: fc.constantFrom(['pwd'], ['pwd', 'otp', 'mfa'], ['swk', 'user', 'mfa'], ['hwk']),
+  /** The level policy and what the request asks (requiredAcr). */
+  mfa: mostly<MfaMode>('optional', fc.constantFrom<MfaMode>('off', 'optional', 'required')),
+  applicationRequiresMfa: mostly(false, fc.boolean()),
+  acrValues: mostly<string[] | null>(null, fc.option(fc.subarray(['urn:idp:pwd', 'urn:idp:mfa', 'urn:x:other']))),
 });
 type Row = typeof row extends fc.Arbitrary<infer R> ? R : never;
 
 /** The rules' placeholders, as columns of the request's bound values (see compare). */
-const placeholders = { client: 'request.client', maxAge: 'request.max_age', scopes: 'request.scopes' };
+const placeholders = {
+  client: 'request.client',
+  maxAge: 'request.max_age',
+  scopes: 'request.scopes',
+  mfaRequired: 'request.mfa_required',
+};
 
 const at = (ms: number | null) =>
   ms === null ? null : sql`now() + make_interval(secs => ${ms / 1000}::double precision)`;
@@ -78,15 +92,22 @@ async function compare(r: Row): Promise<void> {
   const userId = randomUUID();
   const sessionId = randomUUID();
   const sessionHash = randomUUID();
-  const params: StepParams = { scope: r.requestScopes, prompt: r.prompt, max_age: r.maxAge ?? undefined };
+  const params: StepParams = {
+    scope: r.requestScopes,
+    prompt: r.prompt,
+    max_age: r.maxAge ?? undefined,
+    ...(r.acrValues && { acr_values: r.acrValues }),
+  };
+  const policy: LevelPolicy = { mfa: r.mfa, applicationRequiresMfa: r.applicationRequiresMfa };
+  const mfaRequired = requiredAcr(params, policy) === 'urn:idp:mfa';
   await db
     .transaction()
     .execute(async (trx) => {
       await sql`insert into users (id, email, disabled, email_verified)
         values (${userId}, ${`${userId}@example.com`}, ${r.disabled}, ${r.emailVerified})`.execute(trx);
-      await sql`insert into sessions (id, token_hash, user_id, auth_time, last_seen_at, expires_at, revoked_at)
+      await sql`insert into sessions (id, token_hash, user_id, auth_time, last_seen_at, expires_at, revoked_at, amr)
         values (${sessionId}, ${sessionHash}, ${userId}, ${at(-r.authAge)}, ${at(r.lastSeen)},
-          ${at(r.sessionExpires)}, ${at(r.sessionRevoked)})`.execute(trx);
+          ${at(r.sessionExpires)}, ${at(r.sessionRevoked)}, ${JSON.stringify(r.amr)}::jsonb)`.execute(trx);
       if (r.consentClient)
         await sql`insert into consents (user_id, client_id, scopes)
           values (${userId}, ${r.consentClient}, ${JSON.stringify(r.consentScopes)}::jsonb)`.execute(trx);
@@ -95,25 +116,26 @@ async function compare(r: Row): Promise<void> {
 
       // Each rule: its SQL over the session and its user (live or not), and its twin over the same row.
       const stored = (
-        await sql<{ auth_time: Date; email_verified: boolean; disabled: boolean }>`select s.auth_time,
-          u.email_verified, u.disabled from sessions s join users u on u.id = s.user_id
+        await sql<{ auth_time: Date; amr: string[]; email_verified: boolean; disabled: boolean }>`select s.auth_time,
+          s.amr, u.email_verified, u.disabled from sessions s join users u on u.id = s.user_id
           where s.id = ${sessionId}`.execute(trx)
       ).rows[0]!;
       const presented: PresentedInput = {
         request: nothingDone(params),
         presenter: {
-          session: { id: sessionId, auth_time: new Date(stored.auth_time) },
+          session: { id: sessionId, auth_time: new Date(stored.auth_time), amr: stored.amr },
           user: { id: userId, email_verified: stored.email_verified, disabled: stored.disabled },
         },
         remembered: await findConsent(trx, userId, r.requestClient),
         now,
+        policy,
       };
       const checks = {} as Record<SsoRuleName, boolean>;
       for (const rule of ssoRules) {
         // The rule's placeholders are any SQL expressions: here the request's values, bound.
         const { rows } = await sql<{ holds: boolean | null }>`with request as (
             select ${r.requestClient}::text as client, ${r.maxAge}::double precision as max_age,
-              ${JSON.stringify(r.requestScopes)}::jsonb as scopes)
+              ${JSON.stringify(r.requestScopes)}::jsonb as scopes, ${mfaRequired}::boolean as mfa_required)
           select (${sql.raw(rule.sql(placeholders))}) as holds
           from sessions s join users u on u.id = s.user_id, request where s.id = ${sessionId}`.execute(trx);
         if (rows.length !== 1) throw new Error(`${rule.name}: ${rows.length} rows`);
@@ -129,7 +151,15 @@ async function compare(r: Row): Promise<void> {
       const live = await findLiveSession(trx, sessionHash, IDLE, TOUCH);
       const presenter: Presenter | undefined = live && { session: live.session, user: live.user };
       const remembered = presenter && (await findConsent(trx, userId, r.requestClient));
-      const step = nextStep({ request: nothingDone(params), presenter, remembered, now });
+      // The user's factors as the service loads them when a level is required: one, so a step-up is offered.
+      const step = nextStep({
+        request: nothingDone(params),
+        presenter,
+        remembered,
+        now,
+        policy,
+        hasSecondFactor: true,
+      });
       // The one statement, which authorize tries first when ssoApplies.
       const found = await sessionForCode(trx, r.requestClient, {
         sessionHash,
@@ -137,6 +167,7 @@ async function compare(r: Row): Promise<void> {
         touchSeconds: TOUCH,
         maxAge: r.maxAge,
         scopes: r.requestScopes,
+        mfaRequired,
       });
       const every = Object.values(checks).every(Boolean);
       seen.get('issue')!.add(step === 'issue');
@@ -186,6 +217,10 @@ t.test('the boundaries, each rule failing alone', async (t) => {
     requestClient: 'client-a',
     requestScopes: ['openid', 'profile'],
     prompt: [],
+    amr: ['pwd'],
+    mfa: 'optional',
+    applicationRequiresMfa: false,
+    acrValues: null,
   };
   const cases: Array<[string, Partial<Row>]> = [
     ['issuing', {}],
@@ -205,6 +240,22 @@ t.test('the boundaries, each rule failing alone', async (t) => {
     ['session expires now', { sessionExpires: 0 }],
     ['session idle exactly the timeout', { lastSeen: -IDLE * 1000 }],
     ['session idle a millisecond under the timeout', { lastSeen: -IDLE * 1000 + 1 }],
+    ['acr_values=urn:idp:mfa, a password session', { acrValues: ['urn:idp:mfa'] }],
+    ['acr_values=urn:idp:mfa, a session with mfa', { acrValues: ['urn:idp:mfa'], amr: ['pwd', 'otp', 'mfa'] }],
+    ['acr_values=urn:idp:pwd, a password session', { acrValues: ['urn:idp:pwd'] }],
+    ['an unknown acr value, a password session', { acrValues: ['urn:x:other'] }],
+    ['MFA=required, a password session', { mfa: 'required' }],
+    ['MFA=required, a passkey session with mfa', { mfa: 'required', amr: ['swk', 'user', 'mfa'] }],
+    ['the application requires MFA, a password session', { applicationRequiresMfa: true }],
+    ['the application requires MFA, MFA=off', { applicationRequiresMfa: true, mfa: 'off' }],
+    [
+      'the application requires MFA, a passkey without user verification',
+      { applicationRequiresMfa: true, amr: ['hwk'] },
+    ],
+    [
+      'max_age exceeded and mfa asked of a session with mfa',
+      { maxAge: 60, authAge: 60_001, mfa: 'required', amr: ['pwd', 'otp', 'mfa'] },
+    ],
   ];
   for (const [name, change] of cases) {
     await compare({ ...issuing, ...change });

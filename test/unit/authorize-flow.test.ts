@@ -7,11 +7,14 @@ import {
   browserHash,
   nextStep,
   nothingDone,
+  type LevelPolicy,
   type Presenter,
+  requiredAcr,
   type RequestProgress,
   type StepParams,
 } from '../../src/oauth/authorize-flow.js';
 import { parseAuthorizeParams, type RawParams } from '../../src/oauth/authorize-params.js';
+import { type FactorSummary, hasSecondFactor } from '../../src/domain/mfa.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { hashToken } from '../../src/oauth/tokens.js';
@@ -20,8 +23,14 @@ import { hashToken } from '../../src/oauth/tokens.js';
 const NOW = new Date('2031-03-01T12:00:00.000Z');
 const secondsAgo = (s: number) => new Date(NOW.getTime() - s * 1000);
 
-const person = (name: string, sessionId: string, auth_time = secondsAgo(30), email_verified = true): Presenter => ({
-  session: { id: sessionId, auth_time },
+const person = (
+  name: string,
+  sessionId: string,
+  auth_time = secondsAgo(30),
+  email_verified = true,
+  amr: string[] = ['pwd'],
+): Presenter => ({
+  session: { id: sessionId, auth_time, amr },
   user: { id: `user-${name}`, email_verified, disabled: false },
 });
 const alice = person('alice', 'session-alice');
@@ -52,6 +61,10 @@ interface Row {
   presenter: Presenter | undefined;
   remembered?: string[];
   now?: Date;
+  /** MFA and the application's requireMfa (MFA=optional, not required, unless given). */
+  policy?: Partial<LevelPolicy>;
+  /** The presenting user's second factors (none unless given). */
+  factors?: FactorSummary;
   /** A step, or the code of the error redirected to the client (its description is the errors module's). */
   expect: string;
 }
@@ -59,7 +72,15 @@ interface Row {
 const step = (t: Test, row: Row) => {
   const params: StepParams = { scope: SCOPES, prompt: [], ...row.params };
   const request: RequestProgress = { ...nothingDone(params), ...row.done };
-  const result = nextStep({ request, presenter: row.presenter, remembered: row.remembered, now: row.now ?? NOW });
+  const policy: LevelPolicy = { mfa: 'optional', applicationRequiresMfa: false, ...row.policy };
+  const result = nextStep({
+    request,
+    presenter: row.presenter,
+    remembered: row.remembered,
+    now: row.now ?? NOW,
+    policy,
+    hasSecondFactor: row.factors && hasSecondFactor(row.factors),
+  });
   if (typeof result === 'string') return result;
   t.ok(result.error instanceof OAuthError, `${row.name}: an OAuthError`);
   return result.error.error;
@@ -269,6 +290,210 @@ runTable('max_age: the sign-in may be at most max_age seconds old at `now`, unle
     expect: 'sign-in',
   },
 ]);
+
+const MFA_AMR = ['pwd', 'otp', 'mfa'];
+const stepped = person('alice', 'session-alice', secondsAgo(30), true, MFA_AMR);
+const withTotp: FactorSummary = { passkeys: 0, totp: true, recoveryCodes: 0 };
+const withPasskey: FactorSummary = { passkeys: 1, totp: false, recoveryCodes: 0 };
+const onlyRecoveryCodes: FactorSummary = { passkeys: 0, totp: false, recoveryCodes: 10 };
+const mfaAsked = { acr_values: ['urn:idp:mfa'] };
+runTable('level: a required second factor the session lacks: a step-up, enrolment, or the documented errors', [
+  { name: 'nothing required, a password session: issue', ...everything, expect: 'issue' },
+  {
+    name: 'acr_values=urn:idp:pwd, a password session: issue',
+    params: { acr_values: ['urn:idp:pwd'] },
+    ...everything,
+    expect: 'issue',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, a password session, a TOTP factor: second-factor',
+    params: mfaAsked,
+    ...everything,
+    factors: withTotp,
+    expect: 'second-factor',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, a password session, a passkey: second-factor',
+    params: mfaAsked,
+    ...everything,
+    factors: withPasskey,
+    expect: 'second-factor',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, a password session, no factor: enrol',
+    params: mfaAsked,
+    ...everything,
+    expect: 'enrol',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, recovery codes alone are no second factor: enrol',
+    params: mfaAsked,
+    ...everything,
+    factors: onlyRecoveryCodes,
+    expect: 'enrol',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, a session with mfa: issue',
+    params: mfaAsked,
+    presenter: stepped,
+    remembered: SCOPES,
+    expect: 'issue',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, prompt=none, a password session with a factor: login_required',
+    params: { ...mfaAsked, prompt: ['none'] },
+    ...everything,
+    factors: withTotp,
+    expect: 'login_required',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, MFA=off: unmet_authentication_requirements',
+    params: mfaAsked,
+    ...everything,
+    policy: { mfa: 'off' },
+    factors: withTotp,
+    expect: 'unmet_authentication_requirements',
+  },
+  {
+    name: 'acr_values=urn:idp:mfa, MFA=off, prompt=none: login_required (prompt=none first)',
+    params: { ...mfaAsked, prompt: ['none'] },
+    ...everything,
+    policy: { mfa: 'off' },
+    expect: 'login_required',
+  },
+  {
+    name: 'the application requires MFA, MFA=off: unmet_authentication_requirements',
+    ...everything,
+    policy: { mfa: 'off', applicationRequiresMfa: true },
+    expect: 'unmet_authentication_requirements',
+  },
+  {
+    name: 'the application requires MFA, a password session with a factor: second-factor',
+    ...everything,
+    policy: { applicationRequiresMfa: true },
+    factors: withTotp,
+    expect: 'second-factor',
+  },
+  {
+    name: 'MFA=required, a password session without a factor: enrol',
+    ...everything,
+    policy: { mfa: 'required' },
+    expect: 'enrol',
+  },
+  {
+    name: 'MFA=required, a session with mfa: issue',
+    presenter: stepped,
+    remembered: SCOPES,
+    policy: { mfa: 'required' },
+    expect: 'issue',
+  },
+  {
+    name: 'an unknown acr value is ignored: issue',
+    params: { acr_values: ['urn:example:gold'] },
+    ...everything,
+    expect: 'issue',
+  },
+  {
+    name: 'acr_values urn:idp:pwd urn:idp:mfa: any of them satisfies, the weakest is met: issue',
+    params: { acr_values: ['urn:idp:mfa', 'urn:idp:pwd'] },
+    ...everything,
+    expect: 'issue',
+  },
+  {
+    name: 'claims id_token.acr essential urn:idp:mfa: second-factor',
+    params: { claims: { id_token: { acr: { essential: true, values: ['urn:idp:mfa'] } } } },
+    ...everything,
+    factors: withTotp,
+    expect: 'second-factor',
+  },
+  {
+    name: 'claims id_token.acr value urn:idp:mfa: enrol without a factor',
+    params: { claims: { id_token: { acr: { value: 'urn:idp:mfa' } } } },
+    ...everything,
+    expect: 'enrol',
+  },
+  {
+    name: 'claims id_token.acr essential, no value: nothing required: issue',
+    params: { claims: { id_token: { acr: { essential: true } } } },
+    ...everything,
+    expect: 'issue',
+  },
+  {
+    name: 'claims id_token.acr null: nothing required: issue',
+    params: { claims: { id_token: { acr: null } } },
+    ...everything,
+    expect: 'issue',
+  },
+  {
+    name: 'max_age comes first: a stale password session asked for mfa: sign-in',
+    params: { ...mfaAsked, max_age: 10 },
+    ...everything,
+    factors: withTotp,
+    expect: 'sign-in',
+  },
+  {
+    name: 'prompt=login comes first: sign-in',
+    params: { ...mfaAsked, prompt: ['login'] },
+    ...everything,
+    factors: withTotp,
+    expect: 'sign-in',
+  },
+  {
+    name: 'signed in here with a password, mfa asked: second-factor all the same',
+    params: { ...mfaAsked, prompt: ['login'] },
+    done: signedInBy(alice),
+    ...everything,
+    factors: withTotp,
+    expect: 'second-factor',
+  },
+  {
+    name: 'before the e-mail check: an unverified password session asked for mfa: second-factor',
+    params: mfaAsked,
+    presenter: person('alice', 'session-alice', secondsAgo(30), false),
+    remembered: SCOPES,
+    factors: withTotp,
+    expect: 'second-factor',
+  },
+  {
+    name: 'before consent: nothing remembered, mfa asked: second-factor',
+    params: mfaAsked,
+    presenter: alice,
+    factors: withTotp,
+    expect: 'second-factor',
+  },
+]);
+
+t.test('requiredAcr: the level of each source, the stronger of two', async (t) => {
+  const none: LevelPolicy = { mfa: 'optional', applicationRequiresMfa: false };
+  const base: StepParams = { scope: SCOPES, prompt: [] };
+  t.equal(requiredAcr(base, none), undefined, 'nothing asked');
+  t.equal(requiredAcr(base, { ...none, mfa: 'required' }), 'urn:idp:mfa', 'MFA=required');
+  t.equal(requiredAcr(base, { ...none, applicationRequiresMfa: true }), 'urn:idp:mfa', 'requireMfa');
+  t.equal(requiredAcr({ ...base, acr_values: ['urn:idp:pwd'] }, none), 'urn:idp:pwd', 'acr_values pwd');
+  t.equal(requiredAcr({ ...base, acr_values: ['x', 'urn:idp:mfa'] }, none), 'urn:idp:mfa', 'unknown skipped');
+  t.equal(
+    requiredAcr(
+      {
+        ...base,
+        acr_values: ['urn:idp:pwd'],
+        claims: { id_token: { acr: { essential: true, value: 'urn:idp:mfa' } } },
+      },
+      none,
+    ),
+    'urn:idp:mfa',
+    'acr_values pwd and an essential acr claim mfa: mfa',
+  );
+  t.equal(
+    requiredAcr({ ...base, claims: { id_token: { acr: { values: ['urn:idp:pwd', 'urn:idp:mfa'] } } } }, none),
+    'urn:idp:pwd',
+    'claim values: the weakest satisfies',
+  );
+  t.equal(
+    requiredAcr({ ...base, claims: { userinfo: { acr: { value: 'urn:idp:mfa' } } } }, none),
+    undefined,
+    'userinfo',
+  );
+});
 
 const unverified = person('alice', 'session-alice', secondsAgo(30), false);
 runTable('e-mail verification: verify-email, interaction_required with prompt=none; after sign-in, before consent', [

@@ -59,7 +59,7 @@ t.test(
   },
 );
 
-t.test('display, ui_locales, claims_locales, acr_values: accepted and not stored', async (t) => {
+t.test('display, ui_locales, claims_locales: accepted and not stored; acr_values kept (issue 34)', async (t) => {
   for (const display of ['page', 'popup', 'touch', 'wap']) {
     const params = parseAuthorizeParams(raw({ display }), publicApp, REDIRECT);
     t.notOk('display' in params, `display=${display} accepted`);
@@ -76,7 +76,22 @@ t.test('display, ui_locales, claims_locales, acr_values: accepted and not stored
     publicApp,
     REDIRECT,
   );
-  t.same(Object.keys(params).sort(), ['client_id', 'code_challenge', 'nonce', 'prompt', 'redirect_uri', 'scope']);
+  t.same(Object.keys(params).sort(), [
+    'acr_values',
+    'client_id',
+    'code_challenge',
+    'nonce',
+    'prompt',
+    'redirect_uri',
+    'scope',
+  ]);
+  // The values asked for, in order (unknown ones too: requiredAcr ignores them).
+  t.same(params.acr_values, ['urn:mace:incommon:iap:silver', '1', '2']);
+  t.notOk('acr_values' in parseAuthorizeParams(raw({ acr_values: '' }), publicApp, REDIRECT), 'empty: absent');
+  t.same(
+    refusal(() => parseAuthorizeParams(raw({ acr_values: 'x'.repeat(2049) }), publicApp, REDIRECT)),
+    { error: 'invalid_request', description: 'acr_values is too long' },
+  );
   t.same(
     refusal(() => parseAuthorizeParams(raw({ ui_locales: 'x'.repeat(2049) }), publicApp, REDIRECT)),
     {

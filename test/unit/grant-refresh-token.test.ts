@@ -114,6 +114,7 @@ function fakeStore(options: { grace?: number } = {}) {
         usedAt: row.usedAt === null ? null : new Date(row.usedAt),
         absoluteExpiresAt: new Date(row.absoluteExpiresAt),
         authTime: new Date(1_700_000_000_000),
+        amr: ['pwd'],
         checks: checksOf(row, clientId),
       };
       const tx: RefreshTransaction = {

@@ -36,10 +36,35 @@ t.test('sealed codes', async (t) => {
     codeChallenge: 'c'.repeat(43),
     nonce: 'n\u0000 \u{1F600}',
     scope: 'openid',
+    amr: ['pwd', 'otp', 'mfa'],
   };
   const code = sealCode(contents, secretKey);
   t.same(openCode(code, secretKey), contents, 'round trip, microseconds and odd nonces kept');
   t.same(openCode(sealCode({ ...contents, nonce: null }, secretKey), secretKey)?.nonce, null, 'no nonce');
+  t.same(openCode(sealCode({ ...contents, amr: null }, secretKey), secretKey)?.amr, null, 'no amr');
+  // A code sealed before amr was carried (eleven members) still opens, with amr null (no acr/amr claims).
+  const { amr: _amr, ...older } = contents;
+  const packed11 = JSON.stringify([
+    older.grantId,
+    older.clientId,
+    older.userId,
+    older.sessionId,
+    older.authTime.getTime(),
+    older.issuedAt,
+    older.expiresAt.getTime(),
+    older.redirectUriHash,
+    older.codeChallenge,
+    older.nonce,
+    older.scope,
+  ]);
+  const sealedOld = seal(packed11, { secretKey, purpose: 'authorization code', aad: 'authorization code' });
+  t.same(openCode(sealedOld, secretKey), { ...older, amr: null }, 'a code sealed before amr: opens, amr null');
+  const badAmr = JSON.stringify([...JSON.parse(packed11), ['pwd', 1]]);
+  t.equal(
+    openCode(seal(badAmr, { secretKey, purpose: 'authorization code', aad: 'authorization code' }), secretKey),
+    undefined,
+    'an amr that is not a list of strings',
+  );
   t.equal(openCode(code, `${secretKey}x`), undefined, 'another SECRET_KEY');
   t.equal(
     openCode(

@@ -2,7 +2,7 @@
 // converted as @fastify/type-provider-typebox converts it (querystring, params, headers), then checked.
 import t from 'tap';
 import Type from 'typebox';
-import { validatorCompiler } from '../../src/validate.js';
+import { optionalBody, validatorCompiler } from '../../src/validate.js';
 
 const compile = (schema: Parameters<typeof validatorCompiler>[0]['schema'], httpPart: string) =>
   validatorCompiler({ schema, httpPart, method: 'GET', url: '/' }) as (value: unknown) => {
@@ -28,4 +28,13 @@ t.test('a body is never converted', async (t) => {
   const validate = compile(body, 'body');
   t.same(validate({ limit: 5 }).value, { limit: 5 });
   t.ok(validate({ limit: '5' }).error, 'JSON says what it means: "5" is not 5');
+});
+
+t.test('a body marked optionalBody may be left out; when sent, it is checked', async (t) => {
+  const validate = compile(optionalBody(Type.Object({ force: Type.Optional(Type.Boolean()) })), 'body');
+  t.same(validate(undefined), { value: undefined }, 'no body');
+  t.same(validate(null), { value: undefined }, 'no body (null)');
+  t.same(validate({ force: true }).value, { force: true });
+  t.ok(validate('force').error, 'a body that is not an object is still an error');
+  t.ok(compile(Type.Object({}), 'body')(undefined).error, 'without the mark, a body is required');
 });

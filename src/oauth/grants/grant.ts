@@ -54,6 +54,8 @@ export interface IssuedTokens {
   authTime: Date;
   nonce?: string | null | undefined;
   sessionId?: string | null | undefined;
+  /** The grant's amr (RFC 8176): the ID token's amr, and its acr; null or absent (an older grant): neither. */
+  amr?: readonly string[] | null | undefined;
 }
 
 /** The required parameters of a handler, in order: the first one missing is invalid_request. */

@@ -37,6 +37,8 @@ export interface LockedRefreshToken {
   usedAt: Date | null;
   absoluteExpiresAt: Date;
   authTime: Date | null;
+  /** The grant's amr; null for a grant older than second factors. */
+  amr: string[] | null;
   checks: RefreshChecks;
 }
 

@@ -42,6 +42,7 @@ import type { Mailer } from '../../mail/mailer.js';
 import { factorChangedMail } from '../../mail/templates.js';
 import { generateToken, hashToken } from '../../oauth/tokens.js';
 import type { SessionService } from '../sessions.js';
+import { type Operator, removeFactor } from './operator.js';
 
 /** How long a sign-in waits for its second factor. */
 export const PENDING_SIGN_IN_SECONDS = 600;
@@ -176,6 +177,10 @@ export function createFactorService(deps: { db: Db; config: Config; mailer: Mail
       await notify?.();
       return removed;
     },
+
+    /** An operator removes one factor: a passkey by id, 'totp' or 'recovery-codes' (./operator.ts). */
+    removeOne: (userId: string, factorId: string, operator: Operator) =>
+      removeFactor({ db, recordChange }, userId, factorId, operator),
 
     /** Whether the session authenticated recently enough to change factors (MFA_FRESHNESS). */
     isFresh(session: Pick<Session, 'auth_time'>, now = new Date()): boolean {
