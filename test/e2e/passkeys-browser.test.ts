@@ -1,7 +1,7 @@
 // Passkeys (issue 34) in headless Chromium with a virtual authenticator (DevTools protocol: WebAuthn.enable,
 // WebAuthn.addVirtualAuthenticator, ctap2, internal, resident keys, user verification): Ada registers a passkey
 // from the sign-in methods page; an application's authorize request is then signed in with the passkey alone
-// (user verified: the session's amr has mfa) and the code exchange gives an ID token for her; the sign-in page
+// (user verified: the session's and the ID token's amr have mfa, acr urn:idp:mfa); the sign-in page
 // offers the passkey in the e-mail field's autofill (conditional UI); after her password the passkey is her
 // second factor; once removed, the passkey signs nobody in. The provider runs on http://localhost (a WebAuthn
 // RP ID must be a domain, not an IP address). Screenshots go to .tap/screenshots/passkeys-*.png.
@@ -193,6 +193,8 @@ t.test('passkeys end to end', { timeout: 300000, skip: chromiumSkip }, async (t)
     expectedState: state,
   });
   t.equal(tokens.claims()?.sub, ada.id, 'the ID token is Ada');
+  t.same(tokens.claims()?.amr, ['hwk', 'user', 'mfa'], "the ID token's amr: a passkey with user verification");
+  t.equal(tokens.claims()?.acr, 'urn:idp:mfa', "the ID token's acr: two factors");
   t.same(await latestAmr(), ['hwk', 'user', 'mfa'], 'a passkey with user verification: two factors');
   t.ok((await ctx.app.services.passkeys.list(ada.id))[0]?.lastUsedAt, 'last used recorded');
 
