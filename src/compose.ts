@@ -27,6 +27,7 @@ import {
 } from './services/self-service/index.js';
 import { createSessionService, type SessionService } from './services/sessions.js';
 import { createFactorService, type FactorService } from './services/factors/index.js';
+import { createPasskeyService, type PasskeyService } from './services/factors/passkeys.js';
 import { createRecoveryCodeService, type RecoveryCodeService } from './services/factors/recovery-codes.js';
 import { createTotpService, type TotpService } from './services/factors/totp.js';
 import {
@@ -59,6 +60,8 @@ export interface Services {
   accounts: AccountService;
   /** Second factors (issue 34): what a user holds, pending second-factor sign-ins, factor changes. */
   factors: FactorService;
+  /** Passkeys (issue 34): registration, sign-in with a passkey alone, a passkey as second factor. */
+  passkeys: PasskeyService;
   /** TOTP (an authenticator app): enrolment, removal, the codes of a sign-in. */
   totp: TotpService;
   /** Recovery codes: a set shown once, each code used once. */
@@ -229,6 +232,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     sessions,
     accounts,
     factors,
+    passkeys: createPasskeyService({ db: writes, config, factors }),
     totp,
     recoveryCodes,
     recovery,

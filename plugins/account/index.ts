@@ -18,6 +18,7 @@ import { registerApplicationPages } from './application-pages.js';
 import { registerProfilePages } from './profile-pages.js';
 import { registerSecurityPages } from './security-pages.js';
 import { createFactorPages } from './factor-pages.js';
+import { registerPasskeyPages } from './passkey-pages.js';
 import { registerTotpPages } from './totp-pages.js';
 
 export interface AccountPagesOptions {
@@ -34,6 +35,7 @@ const accountPages: FastifyPluginAsyncTypebox<AccountPagesOptions> = async (app,
   registerProfilePages(context);
   registerSecurityPages(context);
   const factorPages = createFactorPages(context);
+  registerPasskeyPages(context, factorPages);
   registerTotpPages(context, factorPages);
   registerApplicationPages(context);
 

@@ -7,6 +7,7 @@ import type { Config } from '../../src/config.js';
 import { hostedPageErrors } from '../infra/error-handlers.js';
 import { sendStylesheet } from '../pages/kit.js';
 import { createLoginContext, first, Form } from './page-context.js';
+import { registerPasskeyPages } from './passkey-pages.js';
 import { registerRecoveryPages } from './recovery-pages.js';
 import { registerSignInPages } from './sign-in-pages.js';
 import { createSecondFactorFlow, registerSecondFactorPages } from './second-factor.js';
@@ -55,6 +56,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   registerSignInPages(context);
   const secondFactor = createSecondFactorFlow(context);
   registerSecondFactorPages(context, secondFactor);
+  registerPasskeyPages(context, secondFactor);
   registerTotpSecondFactor(context, secondFactor);
   registerVerificationPages(context);
   registerRecoveryPages(context);

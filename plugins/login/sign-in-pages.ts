@@ -4,6 +4,7 @@ import { AppError } from '../../src/errors.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { first, Form, type LoginContext, RequestQuery } from './page-context.js';
 import * as views from './views.js';
+import { passkeySignInOptions } from './passkey-pages.js';
 import { startSecondFactor } from './second-factor.js';
 import { verificationContext } from '../../src/services/authorization.js';
 
@@ -15,6 +16,7 @@ const SignInQuery = Type.Object({
 
 export function registerSignInPages({
   app,
+  config,
   loginPath,
   csrfToken,
   checkCsrf,
@@ -40,6 +42,7 @@ export function registerSignInPages({
         app: found?.app,
         returnTo,
         reauthenticate: Boolean(ctx),
+        passkeys: await passkeySignInOptions({ app, config }, request, reply),
       }),
     );
   });
@@ -74,6 +77,7 @@ export function registerSignInPages({
             error: error.message,
             app: found?.app,
             returnTo: safeReturnTo(first(form.return_to)),
+            passkeys: await passkeySignInOptions({ app, config }, request, reply),
           }),
           401,
         );

@@ -5,6 +5,7 @@
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { alert as formError, field as kitField, hidden, html, type Html } from '../pages/kit.js';
 import { layout, type AppBrand } from '../pages/hosted.js';
+import { passkeyScripts } from '../pages/passkey-script.js';
 
 export { errorPage, messagePage, signedOutPage, STYLESHEET } from '../pages/hosted.js';
 
@@ -45,6 +46,9 @@ export function signInPage(o: {
   app?: AppBrand | undefined;
   returnTo?: string | undefined;
   reauthenticate?: boolean;
+  /** Passkeys offered (issue 34): conditional UI on the e-mail field and a "Use a passkey" button (not "Sign in
+   * with a passkey": the password button must stay the only one named "Sign in..."). */
+  passkeys?: unknown;
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   return layout({
@@ -60,7 +64,7 @@ ${field({
   label: 'E-mail address',
   type: 'email',
   value: o.email,
-  autocomplete: 'username',
+  autocomplete: o.passkeys ? 'username webauthn' : 'username',
   autofocus: !o.email,
 })}
 ${field({
@@ -73,9 +77,30 @@ ${field({
 })}
 <button type="submit">Sign in</button>
 </form>
+${o.passkeys ? passkeySignIn(o) : ''}
 <p><a href="${o.loginPath}/forgot-password">Forgot your password?</a></p>
 <p>No account yet? <a href="${o.loginPath}/sign-up${q}">Create one</a></p>`,
   });
+}
+
+/** The passkey part of the sign-in page: its button and error line (shown by the script) and the scripts. */
+function passkeySignIn(o: {
+  loginPath: string;
+  csrf: string;
+  requestId?: string | undefined;
+  returnTo?: string | undefined;
+  passkeys?: unknown;
+}) {
+  return html`<p class="alert" role="alert" id="passkey-error" hidden></p>
+<p><button type="button" class="secondary" id="passkey-button" hidden>Use a passkey</button></p>
+${passkeyScripts(o.loginPath, {
+  mode: 'sign-in',
+  endpoint: `${o.loginPath}/passkeys/sign-in`,
+  csrf: o.csrf,
+  requestId: o.requestId,
+  returnTo: o.returnTo,
+  options: o.passkeys,
+})}`;
 }
 
 export function signUpPage(o: {

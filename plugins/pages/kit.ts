@@ -16,19 +16,28 @@ export const PAGE_CSP = [
   "base-uri 'none'",
 ].join('; ');
 
-/** Headers of every page: no caching, no framing, a CSP without inline scripts. */
-export function securityHeaders(reply: FastifyReply): FastifyReply {
+/**
+ * The CSP of a page that loads scripts of ours (the passkey ceremonies, issue 34): scripts from this origin only
+ * (never inline), and fetch to this origin only; every other directive as PAGE_CSP.
+ */
+export const SCRIPTED_PAGE_CSP = `${PAGE_CSP}; script-src 'self'; connect-src 'self'`;
+
+/**
+ * Headers of every page: no caching, no framing, a CSP without inline scripts (`scripts`: scripts of this
+ * origin allowed, SCRIPTED_PAGE_CSP).
+ */
+export function securityHeaders(reply: FastifyReply, o: { scripts?: boolean } = {}): FastifyReply {
   return reply
     .header('cache-control', 'no-store')
-    .header('content-security-policy', PAGE_CSP)
+    .header('content-security-policy', o.scripts ? SCRIPTED_PAGE_CSP : PAGE_CSP)
     .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer');
 }
 
-/** Sends a rendered page with the security headers. */
+/** Sends a rendered page with the security headers (a page with a <script src> element may load scripts of ours). */
 export function sendPage(reply: FastifyReply, body: string, status = 200): FastifyReply {
-  securityHeaders(reply);
+  securityHeaders(reply, { scripts: body.includes('<script src="/') });
   return reply.code(status).type('text/html; charset=utf-8').send(body);
 }
 

@@ -34,6 +34,10 @@ export const AUDIT_EVENT_TYPES = [
   'password_reset.requested',
   'password_reset.completed',
   'signing_key.rotated',
+  'mfa.passkey_added',
+  'mfa.passkey_removed',
+  'mfa.passkey_renamed',
+  'mfa.passkey_counter_regression',
   // An operator's removal of a user's second factors (issue 34).
   'mfa.factor_removed',
   'mfa.factors_reset',
