@@ -11,6 +11,7 @@
 // (services.passkeys -> services.factors.recordChange).
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
+import { passkeyAmr } from '../../src/domain/mfa.js';
 import { AppError } from '../../src/errors.js';
 import { createCsrf } from '../infra/browser-session.js';
 import {
@@ -128,9 +129,15 @@ export function registerPasskeyPages(context: AccountContext, factorPages: Facto
       },
       async (request) => {
         const ctx = await session(request, request.body.csrf);
-        await app.services.passkeys.register(ctx.user.id, app.browserBinding(request), request.body.response as never, {
-          name: request.body.name,
-          keepSessionId: ctx.session.id,
+        const added = await app.services.passkeys.register(
+          ctx.user.id,
+          app.browserBinding(request),
+          request.body.response as never,
+          { name: request.body.name, keepSessionId: ctx.session.id, ip: request.ip },
+        );
+        // The registration proved the new key just as a sign-in with it would: this session now has two
+        // factors (an enrolment that a sign-in or the admin web asked for goes on without asking again).
+        await app.services.sessions.stepUp(ctx.session.id, ctx.user.id, passkeyAmr(added, added.userVerified), {
           ip: request.ip,
         });
         const returnTo = factorPages.safeReturnTo(request.body.return_to);

@@ -6,6 +6,7 @@
 // authentication; another user's passkey can be neither renamed nor removed; the assets are served with the
 // CSP that lets the pages load them (and nothing inline).
 import t from 'tap';
+import { sql } from 'kysely';
 import { cookiesOf, formPage } from '../helpers/flow.js';
 import { meTestApp } from '../helpers/me.js';
 import { softwareAuthenticator } from '../helpers/webauthn.js';
@@ -235,8 +236,16 @@ t.test('second factor: only the own passkey, attempts counted', async (t) => {
 
 t.test('step-up: a password session adds the passkey in place', async (t) => {
   const { b } = await userWithPasskey();
+  const registered = await app.services.sessions.resolve(b.jar['idp.session']);
+  t.same(
+    registered?.session.amr,
+    ['pwd', 'hwk', 'user', 'mfa'],
+    'the registration proved the key: the session that added it has two factors',
+  );
+  // A session signed in with the password alone while the user held the passkey (second factors were off then).
+  await sql`update sessions set amr = '["pwd"]'::jsonb where id = ${registered!.session.id}`.execute(database.db);
   const before = await app.services.sessions.resolve(b.jar['idp.session']);
-  t.same(before?.session.amr, ['pwd'], 'signed in with the password before the passkey existed');
+  t.same(before?.session.amr, ['pwd']);
   const page = await browser('/login/second-factor', b.jar);
   t.match(page.body, /Confirm it is you/);
   const options = await json('/login/passkeys/second-factor/options', b, { csrf: page.csrf });

@@ -242,7 +242,7 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
       browser: string | undefined,
       response: RegistrationResponseJSON,
       o: { name?: string | undefined; keepSessionId: string; ip: string | null },
-    ): Promise<Passkey> {
+    ): Promise<Passkey & { userVerified: boolean }> {
       const expectedChallenge = await takeChallenge('register', response, userId, browser);
       let info: NonNullable<Awaited<ReturnType<typeof verifyRegistrationResponse>>['registrationInfo']>;
       try {
@@ -293,7 +293,7 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
         throw error;
       }
       await notify?.();
-      return toPasskey(row);
+      return { ...toPasskey(row), userVerified: info.userVerified };
     },
 
     async rename(userId: string, id: string, name: string, meta: { ip: string | null }): Promise<Passkey> {
