@@ -1,6 +1,6 @@
 // Passkeys (migration 0018): the credentials (public keys only) and the ceremonies' challenges.
-// A challenge is consumed by one atomic DELETE ... RETURNING that also checks its purpose, its browser and
-// (for a registration or a second factor) its user, and that it has not expired: used once, whatever happens.
+// A challenge travels sealed in the ceremony's options (src/services/factors/passkeys.ts); its nonce is claimed
+// here once, by an INSERT that a second use of the same challenge cannot repeat.
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import type { Db } from '../create-db.js';
@@ -8,7 +8,11 @@ import type { WebauthnCredentialsTable } from '../tables.js';
 
 export type PasskeyRow = Selectable<WebauthnCredentialsTable>;
 
-export async function insertChallenge(
+/**
+ * Claims a challenge's nonce (the row's id) once: true the first time, false for a replay. The row is kept until
+ * the challenge expires (the clean-up job deletes it), so the claim outlives every use the challenge allows.
+ */
+export async function claimChallenge(
   db: Db,
   row: {
     id: string;
@@ -18,27 +22,14 @@ export async function insertChallenge(
     browser_hash: string;
     expires_at: Date;
   },
-): Promise<void> {
-  await db.insertInto('webauthn_challenges').values(row).execute();
-}
-
-/**
- * Consumes the live challenge with this value, purpose and browser (and user, when given: null means a
- * challenge made for nobody in particular). Undefined when there is none: unknown, used, expired, or made for
- * another purpose, browser or user.
- */
-export async function consumeChallenge(
-  db: Db,
-  where: { challenge: string; purpose: string; browserHash: string; userId: string | null },
-): Promise<{ challenge: string; user_id: string | null } | undefined> {
-  let query = db
-    .deleteFrom('webauthn_challenges')
-    .where('challenge', '=', where.challenge)
-    .where('purpose', '=', where.purpose)
-    .where('browser_hash', '=', where.browserHash)
-    .where('expires_at', '>', sql<Date>`now()`);
-  query = where.userId === null ? query.where('user_id', 'is', null) : query.where('user_id', '=', where.userId);
-  return query.returning(['challenge', 'user_id']).executeTakeFirst();
+): Promise<boolean> {
+  const inserted = await db
+    .insertInto('webauthn_challenges')
+    .values(row)
+    .onConflict((c) => c.column('id').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return Boolean(inserted);
 }
 
 export async function insertPasskey(

@@ -78,7 +78,11 @@ t.test('the assets and the pages that load them', async (t) => {
   t.match(bundle.body, /SimpleWebAuthnBrowser/);
   const ours = await app.inject({ method: 'GET', url: '/login/assets/passkeys.js' });
   t.match(ours.body, /passkey-config/);
+  const count = async () =>
+    Number((await sql<{ n: string }>`select count(*) as n from webauthn_challenges`.execute(database.db)).rows[0]!.n);
+  const rowsBefore = await count();
   const page = await app.inject({ method: 'GET', url: '/login/sign-in' });
+  t.equal(await count(), rowsBefore, 'the page offers a challenge without writing anything (it is sealed)');
   t.match(page.headers['content-security-policy'], /script-src 'self'; connect-src 'self'/);
   t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/);
   t.match(page.body, /autocomplete="username webauthn"/);

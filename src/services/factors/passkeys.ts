@@ -3,11 +3,11 @@
 // second factor after a password (user verification preferred).
 //
 // Who may move each ceremony on, and what binds it:
-//   options ─▶ a challenge row (webauthn_challenges): random, 5 minutes, for ONE purpose (register, authenticate,
-//              second-factor), bound to the browser (the SHA-256 of its browser-binding cookie secret) and, for
-//              a registration or a second factor, to the user;
-//   verify  ─▶ the challenge named by the response's clientDataJSON is consumed by one atomic delete that also
-//              checks purpose, browser and user: used once, and refused from another browser, purpose or user.
+//   options ─▶ a challenge that is its own record (nothing written): sealed with SECRET_KEY for ONE purpose
+//              (register, authenticate, second-factor), bound to the browser (the SHA-256 of its browser-binding
+//              cookie secret), for a registration or a second factor to the user, 5 minutes, with a nonce;
+//   verify  ─▶ the challenge named by the response's clientDataJSON must open for this purpose, browser and
+//              user and be live; its nonce is then claimed by one INSERT (webauthn_challenges): used once.
 //              Then the origin (config.mfa.origins), the RP ID hash (config.mfa.rpId), the signature over the
 //              stored public key, user presence (and verification where required) are checked by SimpleWebAuthn.
 // The signature counter: when either the stored or the new counter is non-zero, the new one must be greater;
@@ -15,7 +15,7 @@
 // update itself is conditional on the counter, so two concurrent uses of one assertion cannot both pass.
 // user.id (the user handle the authenticator keeps) is an opaque SHA-256 of the user id, never the address; a
 // passkey-only sign-in checks that the handle returned is the one of the credential's owner.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import {
   type AuthenticationResponseJSON,
   generateAuthenticationOptions,
@@ -27,10 +27,9 @@ import {
 import type { Db } from '../../../db/create-db.js';
 import { appendAuditEvent } from '../../../db/repositories/audit.js';
 import {
-  consumeChallenge,
+  claimChallenge,
   deletePasskey,
   findPasskeyByCredentialId,
-  insertChallenge,
   insertPasskey,
   listUserPasskeys,
   type PasskeyRow,
@@ -40,6 +39,7 @@ import {
 import type { Config } from '../../config.js';
 import { passkeyAmr } from '../../domain/mfa.js';
 import { AppError } from '../../errors.js';
+import { seal, unseal } from '../../oauth/seal.js';
 import { hashToken } from '../../oauth/tokens.js';
 import { isUniqueViolation } from '../db-errors.js';
 import type { FactorService } from './index.js';
@@ -103,7 +103,7 @@ function challengeOf(response: { response?: { clientDataJSON?: unknown } }): str
   if (typeof encoded !== 'string' || encoded.length > 8192) throw badResponse();
   try {
     const data = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')) as { challenge?: unknown };
-    if (typeof data.challenge === 'string' && /^[A-Za-z0-9_-]{16,128}$/.test(data.challenge)) return data.challenge;
+    if (typeof data.challenge === 'string' && /^[A-Za-z0-9_-]{16,1024}$/.test(data.challenge)) return data.challenge;
   } catch {
     // falls through
   }
@@ -125,18 +125,23 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
   const rpID = config.mfa.rpId;
   const expectedOrigin = config.mfa.origins;
 
-  async function storeChallenge(purpose: PasskeyPurpose, challenge: string, userId: string | null, browser: string) {
-    await insertChallenge(db, {
-      id: randomUUID(),
-      challenge,
-      purpose,
-      user_id: userId,
-      browser_hash: hashToken(browser),
-      expires_at: new Date(Date.now() + CHALLENGE_SECONDS * 1000),
-    });
+  // A challenge is stateless until it is used: the options carry it sealed (AES-GCM with SECRET_KEY, its purpose
+  // as associated data) with what it is bound to: the browser (hash of its binding cookie), the user (a
+  // registration or a second factor), an expiry and a nonce. Making one writes nothing (the sign-in page offers
+  // its autofill request with every GET); using one claims its nonce once (an INSERT that a replay cannot repeat).
+  const secretKey = config.secretKey as string;
+  const sealOptions = (purpose: PasskeyPurpose) => ({ secretKey, purpose: 'webauthn challenge', aad: purpose });
+  function makeChallenge(purpose: PasskeyPurpose, userId: string | null, browser: string): string {
+    const payload = {
+      b: hashToken(browser),
+      u: userId,
+      e: Date.now() + CHALLENGE_SECONDS * 1000,
+      n: randomBytes(16).toString('base64url'),
+    };
+    return seal(JSON.stringify(payload), sealOptions(purpose));
   }
 
-  /** Consumes the response's challenge for this purpose, browser and user, or throws (400). */
+  /** Claims the response's challenge for this purpose, browser and user, once; or throws (400). */
   async function takeChallenge(
     purpose: PasskeyPurpose,
     response: { response?: { clientDataJSON?: unknown } },
@@ -145,9 +150,20 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
   ): Promise<string> {
     const challenge = challengeOf(response);
     if (!browser) throw staleChallenge();
-    const row = await consumeChallenge(db, { challenge, purpose, browserHash: hashToken(browser), userId });
-    if (!row) throw staleChallenge();
-    return row.challenge;
+    const opened = unseal(Buffer.from(challenge, 'base64url').toString('utf8'), sealOptions(purpose));
+    if (!opened) throw staleChallenge();
+    const payload = JSON.parse(opened) as { b: string; u: string | null; e: number; n: string };
+    if (payload.b !== hashToken(browser) || payload.u !== userId || payload.e <= Date.now()) throw staleChallenge();
+    const claimed = await claimChallenge(db, {
+      id: payload.n,
+      challenge: hashToken(challenge),
+      purpose,
+      user_id: userId,
+      browser_hash: payload.b,
+      expires_at: new Date(payload.e),
+    });
+    if (!claimed) throw staleChallenge();
+    return challenge;
   }
 
   /**
@@ -218,6 +234,7 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
     async registrationOptions(user: { id: string; email: string; name: string | null }, browser: string) {
       const existing = await listUserPasskeys(db, user.id);
       const options = await generateRegistrationOptions({
+        challenge: makeChallenge('register', user.id, browser),
         rpName: rpID,
         rpID,
         userName: user.email,
@@ -228,7 +245,6 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
         excludeCredentials: existing.map((p) => ({ id: p.credential_id, transports: p.transports })),
         authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'preferred' },
       });
-      await storeChallenge('register', options.challenge, user.id, browser);
       return options;
     },
 
@@ -330,11 +346,11 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
     /** Options for a sign-in with a passkey alone (any discoverable passkey; user verification required). */
     async signInOptions(browser: string) {
       const options = await generateAuthenticationOptions({
+        challenge: makeChallenge('authenticate', null, browser),
         rpID,
         timeout: CHALLENGE_SECONDS * 1000,
         userVerification: 'required',
       });
-      await storeChallenge('authenticate', options.challenge, null, browser);
       return options;
     },
 
@@ -381,12 +397,12 @@ export function createPasskeyService(deps: { db: Db; config: Config; factors: Fa
     async secondFactorOptions(userId: string, browser: string) {
       const existing = await listUserPasskeys(db, userId);
       const options = await generateAuthenticationOptions({
+        challenge: makeChallenge('second-factor', userId, browser),
         rpID,
         timeout: CHALLENGE_SECONDS * 1000,
         userVerification: 'preferred',
         allowCredentials: existing.map((p) => ({ id: p.credential_id, transports: p.transports })),
       });
-      await storeChallenge('second-factor', options.challenge, userId, browser);
       return options;
     },
 
