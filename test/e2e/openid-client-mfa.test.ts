@@ -1,16 +1,16 @@
 // openid-client, unmodified, asks for acr_values=urn:idp:mfa (issue 34) over real HTTP: a password-only session
-// is sent to the second-factor page and stepped up in place (the real sessions.stepUp; the factors' own pages are
-// tested in their files), then the code's ID token says acr urn:idp:mfa and amr pwd otp mfa, and so does the ID
-// token of its refresh; prompt=none with the level unmet gets login_required; the step-up's Cancel gets
+// is sent to the second-factor page and stepped up in place with a code of the user's authenticator app (computed
+// by otpauth, as the app would, on the server's fixed clock), then the code's ID token says acr urn:idp:mfa and amr
+// pwd otp mfa, and so does the ID token of its refresh; prompt=none with the level unmet gets login_required; the step-up's Cancel gets
 // unmet_authentication_requirements.
 import t from 'tap';
 import * as client from 'openid-client';
-import { randomUUID } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
 import { startTestServer } from '../helpers/server.js';
 import { BrowserClient } from '../helpers/browser-client.js';
-import { generateToken } from '../../src/oauth/tokens.js';
 
-const ctx = await startTestServer(t);
+let now = Date.UTC(2026, 10, 27, 12, 0, 0);
+const ctx = await startTestServer(t, {}, { clock: () => now });
 const redirectUri = 'http://localhost:7001/callback';
 const application = await ctx.app.services.applications.create(
   { clientName: 'MFA RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'email', 'offline_access'] },
@@ -54,25 +54,17 @@ const browser = new BrowserClient();
   });
   if (!res.location?.startsWith(redirectUri)) throw new Error(`no callback: ${res.status} ${res.url}`);
 }
-// The user now holds a second factor (a passkey row, as services.factors.summary counts it).
-await ctx.database.db
-  .insertInto('webauthn_credentials')
-  .values({
-    id: randomUUID(),
-    user_id: user.id,
-    credential_id: generateToken(),
-    public_key: generateToken(),
-    counter: 0,
-    transports: JSON.stringify(['internal']),
-    device_type: 'singleDevice',
-    backed_up: false,
-    aaguid: null,
-    name: 'Laptop',
-  })
-  .execute();
 const sessionId = (
   await ctx.database.db.selectFrom('sessions').select('id').where('user_id', '=', user.id).executeTakeFirstOrThrow()
 ).id;
+// The user sets up an authenticator app (in another tab; the service the sign-in methods page calls). Its first
+// code would step that tab's session up; this session stays a password-only one.
+const enrolment = await ctx.app.services.totp.start(user);
+const secret = enrolment.secret.replaceAll(' ', '');
+const codeAt = (at: number) =>
+  new TOTP({ secret: Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' }).generate({ timestamp: at });
+await ctx.app.services.totp.confirm(user.id, codeAt(now), { keepSessionId: sessionId, ip: null });
+now += 30_000; // the next code: each is accepted once
 
 /** The error openid-client raises for an error authorization response (AuthorizationResponseError). */
 async function refusal(location: string, asked: Awaited<ReturnType<typeof authUrl>>) {
@@ -114,12 +106,11 @@ t.test('acr_values=urn:idp:mfa: stepped up, the ID tokens say acr urn:idp:mfa an
   const asked = await authUrl({ acr_values: 'urn:idp:mfa' });
   const page = await browser.follow(asked.url.toString(), atCallback);
   t.match(page.url, /\/login\/second-factor\?request=/, 'the second-factor page');
-  const requestId = new URL(page.url).searchParams.get('request')!;
-  await ctx.app.services.sessions.stepUp(sessionId, user.id, ['otp'], { ip: null });
-  const res = await browser.follow(
-    `${ctx.issuer}/oauth2/authorize/continue?request=${encodeURIComponent(requestId)}`,
-    atCallback,
-  );
+  t.match(page.body, /Authenticator app/, 'the page asks for the app');
+  const res = await browser.follow(`${ctx.baseUrl}/login/second-factor/totp`, atCallback, {
+    form: { ...BrowserClient.hiddenFields(page.body, '/login/second-factor/totp'), code: codeAt(now) },
+  });
+  t.ok(res.location?.startsWith(redirectUri), 'the request goes on to the application');
   const tokens = await client.authorizationCodeGrant(config, new URL(res.location!), {
     pkceCodeVerifier: asked.verifier,
     expectedState: asked.state,
