@@ -1,8 +1,8 @@
 // openid-client, unmodified, asks for acr_values=urn:idp:mfa (issue 34) over real HTTP: a password-only session
 // is sent to the second-factor page and stepped up in place with a code of the user's authenticator app (computed
 // by otpauth, as the app would, on the server's fixed clock), then the code's ID token says acr urn:idp:mfa and amr
-// pwd otp mfa, and so does the ID token of its refresh; prompt=none with the level unmet gets login_required; the step-up's Cancel gets
-// unmet_authentication_requirements.
+// pwd otp mfa, and so does the ID token of its refresh; prompt=none with the level unmet gets login_required;
+// the step-up's Cancel gets unmet_authentication_requirements.
 import t from 'tap';
 import * as client from 'openid-client';
 import { Secret, TOTP } from 'otpauth';
