@@ -3,41 +3,15 @@
 // resets the rest, by clicking. The user's factors are rows inserted here (the ceremonies have their own tests).
 // Screenshots go to .tap/screenshots/admin-factors-*.png.
 import t from 'tap';
-import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
-import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
+import { chromiumSkip, launchChromium, axeViolations, scrollWidth } from '../helpers/chromium.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
-const axeSource = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
-
-interface AxeResult {
-  violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: unknown[] }> }>;
-}
-
-const scrollWidth = () =>
-  (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
-    .scrollWidth;
-
-/** axe-core's violations of WCAG 2.x A/AA and best practice on the page as it is now. */
-async function axeViolations(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-  await page.evaluate(axeSource);
-  const result = (await page.evaluate(() =>
-    (globalThis as unknown as { axe: { run(o: unknown): Promise<unknown> } }).axe.run({
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] },
-    }),
-  )) as AxeResult;
-  return result.violations.map(
-    (v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`,
-  );
-}
-
 t.test(
   'second factors on the admin user page: axe, widths, remove one, reset all',
   { timeout: 240000, skip: chromiumSkip },

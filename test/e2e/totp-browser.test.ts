@@ -3,40 +3,16 @@
 // codes, signs out, signs in with password and code; in a browser without JavaScript, with a recovery code
 // instead. The pages pass axe-core at 1280 and 320 pixels wide. Screenshots go to .tap/screenshots/totp-*.png.
 import t from 'tap';
-import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Secret, TOTP } from 'otpauth';
 import type { Page } from 'playwright-core';
 import { startTestServer } from '../helpers/server.js';
-import { chromiumSkip, launchChromium } from '../helpers/chromium.js';
+import { axeViolations, chromiumSkip, launchChromium, scrollWidth } from '../helpers/chromium.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
-const axeSource = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
-
-interface AxeResult {
-  violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: unknown[] }> }>;
-}
-
-/** axe-core's violations of WCAG 2.x A/AA and best practice on the page as it is now. */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  const result = (await page.evaluate(() =>
-    (globalThis as unknown as { axe: { run(o: unknown): Promise<unknown> } }).axe.run({
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] },
-    }),
-  )) as AxeResult;
-  return result.violations.map(
-    (v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`,
-  );
-}
-
-const scrollWidth = () =>
-  (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
-    .scrollWidth;
-
 t.test(
   'set up an authenticator app, then sign in with it or a recovery code',
   { timeout: 240000, skip: chromiumSkip },

@@ -1,9 +1,10 @@
 // Headless Chromium for the end-to-end tests: Debian's /usr/bin/chromium (or CHROMIUM_PATH) driven by
 // playwright-core, never a downloaded browser; tests skip with a reason when it is missing.
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import tap from 'tap';
 
 interface TapLike {
@@ -67,4 +68,29 @@ export async function startCallbackServer(t: TapLike) {
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const { port } = server.address() as AddressInfo;
   return { origin: `http://127.0.0.1:${port}`, redirectUri: `http://127.0.0.1:${port}/callback`, received };
+}
+
+const axeSource = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
+
+interface AxeResult {
+  violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: unknown[] }> }>;
+}
+
+/** The page's width as laid out (more than the viewport means a horizontal scroll); run with page.evaluate. */
+export const scrollWidth = () =>
+  (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
+    .scrollWidth;
+
+/** axe-core's violations of WCAG 2.x A/AA and best practice on the page as it is now. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
+  await page.evaluate(axeSource);
+  const result = (await page.evaluate(() =>
+    (globalThis as unknown as { axe: { run(o: unknown): Promise<unknown> } }).axe.run({
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] },
+    }),
+  )) as AxeResult;
+  return result.violations.map(
+    (v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`,
+  );
 }
