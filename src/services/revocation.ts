@@ -18,6 +18,7 @@ import { revokeUserPasswordResetTokens } from '../../db/repositories/password-re
 import { revokeUserSessions } from '../../db/repositories/sessions.js';
 import { deleteUserEmailChangeTokens } from '../../db/repositories/email-changes.js';
 import { revokeOtherUserSessions } from '../../db/repositories/self-service.js';
+import { deleteUserPendingSignIns } from '../../db/repositories/pending-sign-ins.js';
 
 export type RevocationReason = 'password_reset' | 'password_changed' | 'user_disabled' | 'replaced_by_seed';
 
@@ -42,6 +43,8 @@ export async function revokeUserAccess(
   const grants = await revokeAllUserTokens(trx, userId);
   await revokeUserPasswordResetTokens(trx, userId);
   await deleteUserEmailChangeTokens(trx, userId);
+  // A sign-in waiting for its second factor proved the password before the change: it ends too (issue 34).
+  await deleteUserPendingSignIns(trx, userId);
   const common = { actor: context.actor ?? null, ip: context.ip ?? null, userId };
   for (const sessionId of sessionIds) {
     await appendAuditEvent(trx, { type: 'session.revoked', ...common, detail: { sessionId, reason: context.reason } });

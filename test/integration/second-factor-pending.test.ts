@@ -165,3 +165,10 @@ t.test('step-up adds methods to the session in place and renews auth_time', asyn
   t.ok(stepped!.auth_time.getTime() >= before.session.auth_time.getTime());
   t.notOk(await app.services.sessions.stepUp(before.session.id, kim.id, ['otp'], { ip: null }), 'not another user');
 });
+
+t.test('a password set meanwhile (an operator, a reset) ends the sign-in waiting for its second factor', async (t) => {
+  const { jar } = await passwordSignIn('kim@example.com', password);
+  t.ok(await app.services.factors.pending(jar['idp.mfa']));
+  await app.services.users.update(kim.id, { password: 'kim-password-2' }, actor);
+  t.notOk(await app.services.factors.pending(jar['idp.mfa']), 'the old password no longer counts');
+});
