@@ -313,6 +313,10 @@ export interface Database {
   recovery_codes: RecoveryCodesTable;
   webauthn_challenges: WebauthnChallengesTable;
   pending_sign_ins: PendingSignInsTable;
+  upstream_providers: UpstreamProvidersTable;
+  upstream_identities: UpstreamIdentitiesTable;
+  upstream_flows: UpstreamFlowsTable;
+  upstream_pending_links: UpstreamPendingLinksTable;
 }
 
 /** A passkey (migration 0018): the public key only, base64url. */
@@ -390,3 +394,80 @@ export type ApplicationRowUpdate = Updateable<ApplicationsTable>;
 /** Old name of ApplicationRowUpdate (db/repositories use it); not the domain's ApplicationUpdate. */
 export type ApplicationUpdate = ApplicationRowUpdate;
 export type SessionRow = Selectable<SessionsTable>;
+
+/** An upstream identity provider (migration 0019). JSON columns are written as JSON text. */
+export interface UpstreamProvidersTable {
+  id: string;
+  /** 'oidc' or 'oauth2'. */
+  kind: string;
+  name: string;
+  logo_url: string | null;
+  issuer: string | null;
+  authorization_endpoint: string | null;
+  token_endpoint: string | null;
+  userinfo_endpoint: string | null;
+  emails_endpoint: string | null;
+  client_id: string;
+  /** Sealed with SECRET_KEY (purpose "upstream client secret", the provider id as associated data). */
+  client_secret: string | null;
+  /** client_secret_basic, client_secret_post or private_key_jwt. */
+  client_auth: string;
+  /** Sealed private JWK for private_key_jwt (purpose "upstream private key"). */
+  private_jwk: string | null;
+  scopes: ColumnType<string[], string, string>;
+  mapping: ColumnType<Record<string, string>, string | undefined, string>;
+  allow_sign_up: ColumnType<boolean, boolean | undefined, boolean>;
+  allowed_domains: ColumnType<string[], string | undefined, string>;
+  trust_email_verified: ColumnType<boolean, boolean | undefined, boolean>;
+  sso_domains: ColumnType<string[], string | undefined, string>;
+  store_tokens: ColumnType<boolean, boolean | undefined, boolean>;
+  enabled: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: Timestamp;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** A user's link to an upstream identity (migration 0019). */
+export interface UpstreamIdentitiesTable {
+  id: string;
+  user_id: string;
+  provider_id: string;
+  subject: string;
+  /** The address the upstream gave when it was linked (shown on the account page). */
+  email: string | null;
+  /** Sealed (purpose "upstream token", the identity id as associated data), only with store_tokens. */
+  access_token: string | null;
+  refresh_token: string | null;
+  token_expires_at: Date | null;
+  created_at: Timestamp;
+  last_used_at: Date | null;
+}
+
+/** A round trip to an upstream in flight (migration 0019); id is the SHA-256 of its `state`. */
+export interface UpstreamFlowsTable {
+  id: string;
+  provider_id: string;
+  browser_hash: string;
+  nonce: string;
+  code_verifier: string;
+  /** 'sign_in' or 'link' (a signed-in user adds an identity: user_id). */
+  purpose: string;
+  user_id: string | null;
+  request_id: string | null;
+  return_to: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
+/** An upstream identity waiting for the existing account's owner to prove it (migration 0019). */
+export interface UpstreamPendingLinksTable {
+  id: string;
+  token_hash: string;
+  provider_id: string;
+  subject: string;
+  email: string;
+  user_id: string;
+  profile: ColumnType<Record<string, string>, string | undefined, string>;
+  request_id: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+}

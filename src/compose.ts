@@ -30,6 +30,7 @@ import { createFactorService, type FactorService } from './services/factors/inde
 import { createPasskeyService, type PasskeyService } from './services/factors/passkeys.js';
 import { createRecoveryCodeService, type RecoveryCodeService } from './services/factors/recovery-codes.js';
 import { createTotpService, type TotpService } from './services/factors/totp.js';
+import { createUpstreamService, type UpstreamService } from './services/upstreams/index.js';
 import {
   createSigningKeyService,
   JWKS_MAX_AGE_SECONDS,
@@ -66,6 +67,8 @@ export interface Services {
   totp: TotpService;
   /** Recovery codes: a set shown once, each code used once. */
   recoveryCodes: RecoveryCodeService;
+  /** Upstream identity providers (issue 35): the operator's providers, linked identities, the round trip. */
+  upstreams: UpstreamService;
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
@@ -235,6 +238,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     passkeys: createPasskeyService({ db: writes, config, factors }),
     totp,
     recoveryCodes,
+    upstreams: createUpstreamService({ db: writes, config, factors }),
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),

@@ -28,6 +28,8 @@ export function expiryRules(options: { sessionIdleSeconds: number; unverifiedAcc
     // a TOTP enrolment never confirmed with a first code goes after a day.
     { table: 'webauthn_challenges', where: 'expires_at < now()' },
     { table: 'pending_sign_ins', where: 'expires_at < now()' },
+    { table: 'upstream_flows', where: 'expires_at < now()' },
+    { table: 'upstream_pending_links', where: 'expires_at < now()' },
     { table: 'totp_factors', where: "confirmed_at is null and created_at < now() - interval '1 day'" },
     // Self-registered accounts that never verified their address (issue 31): their sessions, grants,
     // tokens and links go with them (on delete cascade). Accounts an operator made never expire.

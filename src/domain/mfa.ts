@@ -8,7 +8,7 @@
 // A session's amr only grows (a step-up adds methods, in place); its acr is derived from it, never stored.
 
 /** RFC 8176 values this provider records. */
-export type AmrValue = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'pin' | 'mfa';
+export type AmrValue = 'pwd' | 'fed' | 'otp' | 'hwk' | 'swk' | 'user' | 'pin' | 'mfa';
 
 // The levels and acrOf/meetsAcr live in src/oauth/acr.ts (the authorize state machine and the ID token read them,
 // and src/oauth imports nothing of src/domain); re-exported here.
@@ -30,8 +30,10 @@ const POSSESSION: readonly string[] = ['otp', 'hwk', 'swk'];
  */
 export function combineAmr(amr: readonly string[], added: readonly string[]): string[] {
   const all = new Set([...amr, ...added]);
-  if (all.has('pwd') && POSSESSION.some((m) => all.has(m))) all.add('mfa');
-  const order: readonly string[] = ['pwd', 'otp', 'hwk', 'swk', 'user', 'pin', 'mfa'];
+  // A sign-in through an upstream provider (fed, issue 35) is one factor here, like a password: whatever the
+  // upstream asked for is not seen; a second factor of this provider's makes two.
+  if ((all.has('pwd') || all.has('fed')) && POSSESSION.some((m) => all.has(m))) all.add('mfa');
+  const order: readonly string[] = ['pwd', 'fed', 'otp', 'hwk', 'swk', 'user', 'pin', 'mfa'];
   return [...all].sort((a, b) => order.indexOf(a) - order.indexOf(b));
 }
 

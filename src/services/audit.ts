@@ -46,6 +46,12 @@ export const AUDIT_EVENT_TYPES = [
   'mfa.totp_removed',
   'mfa.recovery_codes_generated',
   'mfa.recovery_code_used',
+  // Upstream identity providers (issue 35).
+  'upstream.linked',
+  'upstream.unlinked',
+  'upstream.provider_created',
+  'upstream.provider_updated',
+  'upstream.provider_deleted',
 ];
 
 /**
