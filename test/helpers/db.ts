@@ -3,7 +3,7 @@
 // ~1.5 s more CPU and ~+150 MB peak memory a file than PGlite on the test's own thread), or,
 // when DATABASE_URL is set, a schema of its own on that PostgreSQL server (dropped at the end).
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -22,11 +22,41 @@ const PGLITE_VERSION = (
 ).version;
 
 /** The snapshot's name carries a hash of the migrations, so a changed migration makes a new one. */
-function snapshotPath(): string {
+function migrationsHash(): string {
   const dir = join(root, 'db', 'migrations');
   const hash = createHash('sha256');
   for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(join(dir, file)));
-  return join(root, '.tap', `pglite-${hash.digest('hex').slice(0, 16)}.tar`);
+  return hash.digest('hex').slice(0, 16);
+}
+
+function snapshotPath(): string {
+  return join(root, '.tap', `pglite-${migrationsHash()}.tar`);
+}
+
+/**
+ * A migrated embedded database as the CLI leaves it in DATA_DIR/pglite (a PGlite data directory, closed
+ * cleanly), made once per migration set and PGlite version under .tap/. The CLI tests copy it into their
+ * DATA_DIR (test/cli/fixtures/run-cli.ts) instead of having their first command run initdb (~5 to 20 s).
+ */
+export async function pgliteDataDirTemplate(): Promise<string> {
+  const dir = join(root, '.tap', `pglite-dir-${PGLITE_VERSION}-${migrationsHash()}`);
+  if (existsSync(dir)) return dir;
+  mkdirSync(dirname(dir), { recursive: true });
+  const tmp = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  try {
+    const handle = await createDatabase({ dataDir: tmp });
+    try {
+      await migrateToLatest(handle.db);
+    } finally {
+      await handle.close();
+    }
+    renameSync(tmp, dir); // atomic: parallel test files never copy half a directory
+  } catch (error) {
+    if (!existsSync(dir)) throw error; // else another file made it first
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return dir;
 }
 
 /**
