@@ -65,11 +65,7 @@ t.test('migrate applies 0001-initial once; --status --json reports it applied', 
     'nothing pending',
   );
   if (usingPostgres) {
-    t.equal(
-      report.database,
-      describeDatabaseUrl(process.env.DATABASE_URL!),
-      'the database, without credentials or options',
-    );
+    t.equal(report.database, describeDatabaseUrl(cli.databaseUrl!), 'the database, without credentials or options');
   } else {
     t.equal(report.database, `embedded PGlite in ${cli.dataDir}/pglite`);
   }

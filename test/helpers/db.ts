@@ -1,12 +1,14 @@
 // A fresh, migrated database for each test file: PGlite restored from a migrated snapshot (fast; in its
 // worker thread like the server's, so every test file runs the production path: measured over 14 files,
 // ~1.5 s more CPU and ~+150 MB peak memory a file than PGlite on the test's own thread), or,
-// when DATABASE_URL is set, a schema of its own on that PostgreSQL server (dropped at the end).
+// when DATABASE_URL is set, a schema of its own in the test file's own database on that PostgreSQL server
+// (postgresFileDatabaseUrl; the schema dropped at the end, the database when the file ends).
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import t from 'tap';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -82,6 +84,39 @@ export async function pgliteSnapshot({ migrated = true }: { migrated?: boolean }
 
 export const usingPostgres = Boolean(process.env.DATABASE_URL);
 
+async function adminQuery(url: string, text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+let fileDatabase: Promise<string> | undefined;
+
+/**
+ * On PostgreSQL, this test file's own database on the DATABASE_URL server: test_<pid>_<random>, created on
+ * first use, dropped (with force) when the file ends; .ci/run drops those an interrupted run left. Each test
+ * makes its schema in it. Test files running at once (tap's jobs) then never see each other's schemas come
+ * and go: Kysely's and information_schema's lookups span every schema of a database, and a schema another
+ * file dropped meanwhile once failed a migration ("schema test_<pid>_<hex> does not exist").
+ */
+export function postgresFileDatabaseUrl(): Promise<string> {
+  const server = process.env.DATABASE_URL;
+  if (!server) return Promise.reject(new Error('postgresFileDatabaseUrl needs DATABASE_URL'));
+  fileDatabase ??= (async () => {
+    const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
+    await adminQuery(server, `create database "${name}"`);
+    t.teardown(() => adminQuery(server, `drop database if exists "${name}" with (force)`));
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    return url.toString();
+  })();
+  return fileDatabase;
+}
+
 export interface TestDatabase extends DatabaseHandle {
   /** Drops the test schema too (PostgreSQL). Idempotent. */
   dispose(): Promise<void>;
@@ -89,8 +124,8 @@ export interface TestDatabase extends DatabaseHandle {
 
 /** `migrated: false`: no migration applied (the upgrade test migrates step by step itself). */
 export async function createTestDatabase({ migrated = true }: { migrated?: boolean } = {}): Promise<TestDatabase> {
-  const url = process.env.DATABASE_URL;
-  if (url) {
+  if (usingPostgres) {
+    const url = await postgresFileDatabaseUrl();
     const schema = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
