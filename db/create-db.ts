@@ -71,7 +71,7 @@ export interface DatabaseOptions {
   /** A PGlite data-directory dump to start from (tests start from a migrated snapshot). */
   loadDataDir?: Blob | undefined;
   poolSize?: number;
-  /** PostgreSQL only: run every connection with this search_path (one schema per test file). */
+  /** PostgreSQL only: run every connection with this search_path (the tests: a schema per test). */
   searchPath?: string | undefined;
   /**
    * PostgreSQL only: the server cancels a statement after this many ms (statement_timeout; 0 = never), and

@@ -108,7 +108,10 @@ pglite_files=("${harder[@]}" "${heavy_only[@]}" "${heavy_only_pglite[@]}")
 pg_files=("${harder[@]}" "${heavy_only[@]}" "${heavy_only_pg[@]}")
 [ ${#pglite_files[@]} -gt 0 ] \
   && run_part pglite DATABASE_URL= IDP_TEST_QUICKSTART=1 "${common[@]}" -- "${pglite_files[@]}"
-# Schemas left by an interrupted earlier run (each test file makes its own, test_<pid>_<random>).
+# Databases left by an interrupted earlier run (each test file makes its own, test_<pid>_<random>, and its
+# tests' schemas in it), and schemas of the runs before those (made in the URL's database itself).
+psql "$PG_URL" -Atqc "select format('drop database %I with (force)', datname) from pg_database
+  where datname like 'test\_%'" | while read -r drop; do psql "$PG_URL" -qc "$drop"; done
 psql "$PG_URL" -Atqc "select string_agg(format('drop schema %I cascade', nspname), '; ') from pg_namespace
   where nspname like 'test\_%'" | { read -r drops; [ -n "$drops" ] && psql "$PG_URL" -qc "$drops"; true; }
 # CI=true: the multi-instance file's Redis part may not skip (it fails when no Redis server is found).

@@ -14,12 +14,22 @@ export function loadCliConfig(io: Io): Config {
   return loadConfig(io.env);
 }
 
+/** Opens the configured database for a command: io.openDatabase when the caller gave one (see Io). */
+export function openDatabase(
+  config: Config,
+  purpose: string,
+  io: Pick<Io, 'openDatabase'> = {},
+): Promise<DatabaseHandle> {
+  return (io.openDatabase ?? openConfiguredDatabase)(config, purpose);
+}
+
 export async function withDatabase<T>(
   config: Config,
   purpose: string,
   run: (db: DatabaseHandle) => Promise<T>,
+  io: Pick<Io, 'openDatabase'> = {},
 ): Promise<T> {
-  const database = await openConfiguredDatabase(config, purpose);
+  const database = await openDatabase(config, purpose, io);
   try {
     await migrateToLatest(database.db);
     return await run(database);
@@ -40,19 +50,24 @@ export async function withServices<T>(
   run: (services: Services) => Promise<T>,
   staticApplications: StaticApplications = staticApplicationsFrom([], undefined),
 ): Promise<T> {
-  return withDatabase(config, purpose, async (database) => {
-    const services = createServices(config, database.db, {
-      staticApplications,
-      log: cliLog(io),
-      limits: OPERATOR_LIMITS,
-      mailer: cliMailer(config, io),
-    });
-    try {
-      return await run(services);
-    } finally {
-      await closeServices(services);
-    }
-  });
+  return withDatabase(
+    config,
+    purpose,
+    async (database) => {
+      const services = createServices(config, database.db, {
+        staticApplications,
+        log: cliLog(io),
+        limits: OPERATOR_LIMITS,
+        mailer: cliMailer(config, io),
+      });
+      try {
+        return await run(services);
+      } finally {
+        await closeServices(services);
+      }
+    },
+    io,
+  );
 }
 
 /** The operator, as audit events name them: cli:<login name>. */

@@ -1,10 +1,19 @@
 // What a command may touch of the outside world. The entry point (app/cli.ts) builds it from the process:
 // it is the only module that reads process.env, and passes the environment down here.
+import type { Config } from '../config.js';
+import type { DatabaseHandle } from '../database.js';
+
 export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
   env: Record<string, string | undefined>;
   stdin: () => string;
+  /**
+   * Opens the configured database for one command, which closes the handle when it is done. Absent (app/cli.ts):
+   * openConfiguredDatabase. The tests' in-process runs (test/cli/fixtures/run-cli.ts) hand down one that keeps a
+   * DATA_DIR's embedded database open from one command to the next: starting PGlite costs more than most commands.
+   */
+  openDatabase?: (config: Config, purpose: string) => Promise<DatabaseHandle>;
 }
 
 /** Columns padded to their widest cell, two spaces apart; the first row is the header. */

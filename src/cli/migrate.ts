@@ -1,7 +1,6 @@
-import { openConfiguredDatabase } from '../database.js';
 import { listMigrations, migrateToLatest } from '../../db/migrate.js';
 import { noArguments, parse } from './args.js';
-import { loadCliConfig } from './context.js';
+import { loadCliConfig, openDatabase } from './context.js';
 import { table, type Io } from './io.js';
 
 export const MIGRATE_HELP = `Usage: idp migrate [--status] [--json]
@@ -15,7 +14,7 @@ export async function migrateCommand(rest: string[], io: Io): Promise<void> {
   noArguments(positionals);
   const config = loadCliConfig(io);
   // Opened without withDatabase: that one migrates first.
-  const database = await openConfiguredDatabase(config, 'idp migrate');
+  const database = await openDatabase(config, 'idp migrate', io);
   try {
     if (values.status) {
       const list = await listMigrations(database.db);

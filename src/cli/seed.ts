@@ -41,10 +41,14 @@ export async function seedCommand(rest: string[], io: Io): Promise<void> {
   const plan = loadSeedFile(resolve(path), io.env);
   const staticApplications = loadStaticApplications(config.staticApplicationsFile);
   const dryRun = Boolean(values['dry-run']);
-  const outcomes = await withDatabase(config, 'idp seed', ({ db }) =>
-    applySeed({ db, staticApplications, passwords: createPasswordHasher(config.passwordHash) }, plan, actor(), {
-      dryRun,
-    }),
+  const outcomes = await withDatabase(
+    config,
+    'idp seed',
+    ({ db }) =>
+      applySeed({ db, staticApplications, passwords: createPasswordHasher(config.passwordHash) }, plan, actor(), {
+        dryRun,
+      }),
+    io,
   );
   if (values.json) {
     return io.out(JSON.stringify({ file: plan.file, dryRun, results: outcomes }, null, 2));

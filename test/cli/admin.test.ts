@@ -2,9 +2,7 @@
 // it prints it on the console as a line of its own; in production it issues none and logs how to create
 // the first admin; `idp admin setup-link` prints a one-time link on the terminal instead.
 import t from 'tap';
-import { join } from 'node:path';
 import { cliContext, exits, parseJson, startServe, type ServeHandle } from './fixtures/run-cli.js';
-import { createDatabase } from '../../db/create-db.js';
 import { buildTestApp } from '../helpers/app.js';
 import { PRODUCTION_PASSWORD_HASH_ENV } from '../helpers/password-cost.js';
 
@@ -93,10 +91,7 @@ t.test(
     t.match(hint, /idp users create --admin/, 'and the one that creates an admin');
     await stop(server);
 
-    const open = () =>
-      createDatabase(
-        cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
-      );
+    const open = () => cli.openDatabase();
     const before = await open();
     try {
       const rows = await before.db.selectFrom('admin_setup_tokens').select('token_hash').execute();

@@ -1,5 +1,6 @@
 // `idp migrate`, and the lock that keeps a second process out of the embedded database. The commands run
-// in-process (run(argv, io)), except the first migrate and the ones the lock keeps out: real processes.
+// in-process (run(argv, io)), except the first migrate, the ones the lock keeps out and the one that must
+// release the lock it took as a process does at its end: real processes.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +35,7 @@ const migrationNames = readdirSync(join(ROOT, 'db', 'migrations'))
   .sort();
 
 t.test('migrate applies 0001-initial once; --status --json reports it applied', opts, async (t) => {
-  const cli = await cliContext(t);
+  const cli = await cliContext(t, {}, { fresh: true });
   t.ok(migrationNames.includes('0001-initial'));
 
   const first = await cli.spawn(['migrate']);
@@ -64,11 +65,7 @@ t.test('migrate applies 0001-initial once; --status --json reports it applied', 
     'nothing pending',
   );
   if (usingPostgres) {
-    t.equal(
-      report.database,
-      describeDatabaseUrl(process.env.DATABASE_URL!),
-      'the database, without credentials or options',
-    );
+    t.equal(report.database, describeDatabaseUrl(cli.databaseUrl!), 'the database, without credentials or options');
   } else {
     t.equal(report.database, `embedded PGlite in ${cli.dataDir}/pglite`);
   }
@@ -132,7 +129,8 @@ t.test(
     const lockFile = join(cli.dataDir, 'idp.lock');
     writeFileSync(lockFile, JSON.stringify({ pid: deadPid, purpose: 'server', since: 'x', host: hostname() }));
 
-    const r = await cli.run(['apps', 'list', '--json']);
+    // A process: an in-process run leaves its context's database open (and locked) for the next run.
+    const r = await cli.spawn(['apps', 'list', '--json']);
     exits(t, r, 0);
     t.same(parseJson(r), { items: [] });
     t.notOk(existsSync(lockFile), 'the stale lock is gone and the CLI released its own');

@@ -512,7 +512,8 @@ t.test(
   'idp serve on the embedded database SIGKILLed under load: restarts, data intact',
   { skip: PGLITE_RUN },
   async (t) => {
-    const cli = await cliContext(t);
+    // Fresh: the server's own initdb, as this test always had (not the CLI tests' migrated template).
+    const cli = await cliContext(t, {}, { fresh: true });
     await sigkillUnderLoad(t, cli.env, 'embedded database');
   },
 );

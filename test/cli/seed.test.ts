@@ -5,8 +5,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { loadConfig } from '../../src/config.js';
-import { openConfiguredDatabase } from '../../src/database.js';
 import { cliContext, exits, parseJson, startServe, type CliContext } from './fixtures/run-cli.js';
 
 t.setTimeout(600_000);
@@ -34,9 +32,9 @@ function writeSeed(cli: CliContext, name: string, content: unknown): string {
   return file;
 }
 
-/** What the database holds, read once the CLI has exited (the embedded database is one process's). */
+/** What the database holds, read between runs (the context's database: cli.openDatabase). */
 async function snapshot(cli: CliContext) {
-  const database = await openConfiguredDatabase(loadConfig(cli.env), 'test');
+  const database = await cli.openDatabase();
   try {
     const { db } = database;
     const rows = async (table: 'applications' | 'users') =>

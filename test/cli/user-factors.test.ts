@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cliContext, exits } from './fixtures/run-cli.js';
-import { createDatabase } from '../../db/create-db.js';
 import { buildTestApp } from '../helpers/app.js';
 
 t.setTimeout(240_000);
@@ -20,11 +19,9 @@ t.test('users factors, factors --remove, reset-factors', { timeout: 220_000 }, a
   });
   if (!exits(t, created, 0)) return;
 
-  /** The same database, opened here between CLI runs (each run closes and releases it). */
+  /** The same database, opened here between CLI runs (the context's: cli.openDatabase). */
   async function withApp<T>(fn: (app: Awaited<ReturnType<typeof buildTestApp>>['app']) => Promise<T>): Promise<T> {
-    const handle = await createDatabase(
-      cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
-    );
+    const handle = await cli.openDatabase();
     const { app } = await buildTestApp(
       { teardown: () => {} },
       { database: { ...handle, dispose: () => handle.close() } },

@@ -4,7 +4,6 @@ import t from 'tap';
 import { join } from 'node:path';
 import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
 import type { User } from '../../schemas/admin.js';
-import { createDatabase } from '../../db/create-db.js';
 import { buildTestApp } from '../helpers/app.js';
 import { signInWithInject } from '../helpers/flow.js';
 import { readFileSync } from 'node:fs';
@@ -128,10 +127,8 @@ t.test(
     t.equal(user.hasPassword, true);
     t.notOk((r.stdout + r.stderr).includes(password), 'the password is not printed');
 
-    // The same database, opened here once the command has closed and released it: the admin web lets them in.
-    const handle = await createDatabase(
-      cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
-    );
+    // The same database (the context's: cli.openDatabase): the admin web lets them in.
+    const handle = await cli.openDatabase();
     const { app } = await buildTestApp(
       { teardown: () => {} },
       { database: { ...handle, dispose: () => handle.close() } },
@@ -185,11 +182,9 @@ t.test(
       0,
     );
 
-    /** The same database, opened here between CLI runs (each closes and releases it when it is done). */
+    /** The same database, opened here between CLI runs (the context's: cli.openDatabase). */
     async function withApp<T>(fn: (app: Awaited<ReturnType<typeof buildTestApp>>['app']) => Promise<T>): Promise<T> {
-      const handle = await createDatabase(
-        cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
-      );
+      const handle = await cli.openDatabase();
       const { app } = await buildTestApp(
         { teardown: () => {} },
         { database: { ...handle, dispose: () => handle.close() } },

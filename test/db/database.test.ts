@@ -1,4 +1,4 @@
-// Runs on the engine of this run: fresh PGlite per file, or a schema of its own on PostgreSQL.
+// Runs on the engine of this run: fresh PGlite per file, or a database (and schema) of its own on PostgreSQL.
 import t from 'tap';
 import { sql } from 'kysely';
 import { createTestDatabase, usingPostgres } from '../helpers/db.js';

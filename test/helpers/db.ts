@@ -1,12 +1,14 @@
 // A fresh, migrated database for each test file: PGlite restored from a migrated snapshot (fast; in its
 // worker thread like the server's, so every test file runs the production path: measured over 14 files,
 // ~1.5 s more CPU and ~+150 MB peak memory a file than PGlite on the test's own thread), or,
-// when DATABASE_URL is set, a schema of its own on that PostgreSQL server (dropped at the end).
+// when DATABASE_URL is set, a schema of its own in the test file's own database on that PostgreSQL server
+// (postgresFileDatabaseUrl; the schema dropped at the end, the database when the file ends).
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import t from 'tap';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -22,11 +24,41 @@ const PGLITE_VERSION = (
 ).version;
 
 /** The snapshot's name carries a hash of the migrations, so a changed migration makes a new one. */
-function snapshotPath(): string {
+function migrationsHash(): string {
   const dir = join(root, 'db', 'migrations');
   const hash = createHash('sha256');
   for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(join(dir, file)));
-  return join(root, '.tap', `pglite-${hash.digest('hex').slice(0, 16)}.tar`);
+  return hash.digest('hex').slice(0, 16);
+}
+
+function snapshotPath(): string {
+  return join(root, '.tap', `pglite-${migrationsHash()}.tar`);
+}
+
+/**
+ * A migrated embedded database as the CLI leaves it in DATA_DIR/pglite (a PGlite data directory, closed
+ * cleanly), made once per migration set and PGlite version under .tap/. The CLI tests copy it into their
+ * DATA_DIR (test/cli/fixtures/run-cli.ts) instead of having their first command run initdb (~5 to 20 s).
+ */
+export async function pgliteDataDirTemplate(): Promise<string> {
+  const dir = join(root, '.tap', `pglite-dir-${PGLITE_VERSION}-${migrationsHash()}`);
+  if (existsSync(dir)) return dir;
+  mkdirSync(dirname(dir), { recursive: true });
+  const tmp = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  try {
+    const handle = await createDatabase({ dataDir: tmp });
+    try {
+      await migrateToLatest(handle.db);
+    } finally {
+      await handle.close();
+    }
+    renameSync(tmp, dir); // atomic: parallel test files never copy half a directory
+  } catch (error) {
+    if (!existsSync(dir)) throw error; // else another file made it first
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return dir;
 }
 
 /**
@@ -52,6 +84,39 @@ export async function pgliteSnapshot({ migrated = true }: { migrated?: boolean }
 
 export const usingPostgres = Boolean(process.env.DATABASE_URL);
 
+async function adminQuery(url: string, text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+let fileDatabase: Promise<string> | undefined;
+
+/**
+ * On PostgreSQL, this test file's own database on the DATABASE_URL server: test_<pid>_<random>, created on
+ * first use, dropped (with force) when the file ends; .ci/run drops those an interrupted run left. Each test
+ * makes its schema in it. Test files running at once (tap's jobs) then never see each other's schemas come
+ * and go: Kysely's and information_schema's lookups span every schema of a database, and a schema another
+ * file dropped meanwhile once failed a migration ("schema test_<pid>_<hex> does not exist").
+ */
+export function postgresFileDatabaseUrl(): Promise<string> {
+  const server = process.env.DATABASE_URL;
+  if (!server) return Promise.reject(new Error('postgresFileDatabaseUrl needs DATABASE_URL'));
+  fileDatabase ??= (async () => {
+    const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
+    await adminQuery(server, `create database "${name}"`);
+    t.teardown(() => adminQuery(server, `drop database if exists "${name}" with (force)`));
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    return url.toString();
+  })();
+  return fileDatabase;
+}
+
 export interface TestDatabase extends DatabaseHandle {
   /** Drops the test schema too (PostgreSQL). Idempotent. */
   dispose(): Promise<void>;
@@ -59,8 +124,8 @@ export interface TestDatabase extends DatabaseHandle {
 
 /** `migrated: false`: no migration applied (the upgrade test migrates step by step itself). */
 export async function createTestDatabase({ migrated = true }: { migrated?: boolean } = {}): Promise<TestDatabase> {
-  const url = process.env.DATABASE_URL;
-  if (url) {
+  if (usingPostgres) {
+    const url = await postgresFileDatabaseUrl();
     const schema = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
