@@ -292,8 +292,13 @@ export async function startFakeOidc(t: TapLike, client: { clientId: string; clie
     }
     if (url.pathname === '/token' && req.method === 'POST') {
       const form = Object.fromEntries(new URLSearchParams(await readBody(req)));
-      const basic = `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`;
-      if (req.headers.authorization !== basic) return json(res, 401, { error: 'invalid_client' });
+      // RFC 6749 §2.3.1: the id and secret are form-encoded before base64 (openid-client encodes "-" too).
+      const basic = /^Basic (.+)$/.exec(String(req.headers.authorization ?? ''));
+      const [id, secret] = Buffer.from(basic?.[1] ?? '', 'base64')
+        .toString('utf8')
+        .split(':')
+        .map((part) => decodeURIComponent(part.replace(/\+/g, ' ')));
+      if (id !== client.clientId || secret !== client.clientSecret) return json(res, 401, { error: 'invalid_client' });
       const grant = codes.get(form.code ?? '');
       codes.delete(form.code ?? '');
       if (!grant || s256(form.code_verifier ?? '') !== grant.challenge)

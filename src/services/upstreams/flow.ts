@@ -128,6 +128,18 @@ export function upstreamUrlAllowed(value: string): { ok: boolean; insecure: bool
   return { ok: url.protocol === 'http:' && loopback, insecure: true };
 }
 
+/** An openid-client error for the log: its code and message, and its causes' (which claim failed, say). */
+function describe(error: unknown, depth = 0): string {
+  if (!(error instanceof Error)) {
+    const claim = (error as { claim?: unknown })?.claim;
+    return typeof claim === 'string' ? `claim ${claim}` : '';
+  }
+  const code = (error as { code?: unknown }).code;
+  const own = `${typeof code === 'string' ? `${code}: ` : ''}${error.message}`;
+  const cause = depth < 3 && error.cause !== undefined ? describe(error.cause, depth + 1) : '';
+  return cause ? `${own} (${cause})` : own;
+}
+
 /** A failure of a request to the upstream that never got an answer (refused, reset, timed out). */
 function unreachable(error: unknown): boolean {
   const e = error as { name?: string; cause?: unknown; code?: string };
@@ -188,6 +200,9 @@ export function createUpstreamFlow(deps: {
       } catch (error) {
         throw new UpstreamFlowError('unreachable', `discovery: ${(error as Error).message}`);
       }
+      // The ID token's signature is checked against the upstream's JWKS too (openid-client skips it by default for
+      // a token endpoint's answer over TLS, OpenID Connect Core §3.1.3.7): a forged token never counts here.
+      client.enableNonRepudiationChecks(value);
     } else {
       const endpoints = [provider.authorizationEndpoint, provider.tokenEndpoint, provider.userinfoEndpoint];
       if (provider.emailsEndpoint) endpoints.push(provider.emailsEndpoint);
@@ -361,7 +376,7 @@ export function createUpstreamFlow(deps: {
         if (error instanceof client.AuthorizationResponseError) {
           throw fail('upstream_error', `${error.error}: ${error.error_description ?? ''}`);
         }
-        throw fail(unreachable(error) ? 'unreachable' : 'invalid_response', (error as Error).message);
+        throw fail(unreachable(error) ? 'unreachable' : 'invalid_response', describe(error));
       }
       const { claims, verifiedEmail } = await claimsOf(provider, config, tokens).catch((error: UpstreamFlowError) => {
         throw fail(error.reason, error.detail ?? error.message);
