@@ -109,6 +109,16 @@ export async function startCompanyUpstream(t: TapLike) {
           ...c,
         })),
         jwks: { keys: [signing as never] },
+        // Explicit lifetimes (the defaults print notices).
+        ttl: {
+          AccessToken: 3600,
+          AuthorizationCode: 60,
+          Grant: 3600,
+          IdToken: 3600,
+          Interaction: 600,
+          RefreshToken: 86400,
+          Session: 3600,
+        },
         cookies: { keys: [randomBytes(16).toString('hex')] },
         features: { devInteractions: { enabled: false } },
         interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
