@@ -1,5 +1,6 @@
 // Sign-in with another provider (issue 35): every linking case, through a real company OpenID provider
 // (node-oidc-provider) over real HTTP with a cookie jar per browser.
+import { Secret, TOTP } from 'otpauth';
 import t from 'tap';
 import { BrowserClient } from '../helpers/browser-client.js';
 import { startTestServer } from '../helpers/server.js';
@@ -308,4 +309,77 @@ t.test("a signed-in user's link another: linked to that user, never to someone e
   t.equal(taken.status, 409);
   t.match(taken.body, /linked to another account/);
   t.equal((await identitiesOf(lina.id)).length, 1);
+});
+
+t.test(
+  'a linked user with a second factor: the second-factor page, then a session with amr fed and more',
+  async (t) => {
+    const browser = new BrowserClient();
+    const account = { sub: 'c-tess', email: 'tess@company.test', email_verified: true };
+    await continueWith(browser, 'company', account);
+    const tess = (await userByEmail('tess@company.test'))!;
+    const [session] = await sessionsOf(tess.id);
+    const { secret } = await ctx.app.services.totp.start({ id: tess.id, email: tess.email });
+    const code = new TOTP({ secret: Secret.fromBase32(secret.replace(/\s/g, '')), digits: 6, period: 30 }).generate();
+    const { recoveryCodes } = await ctx.app.services.totp.confirm(tess.id, code, {
+      keepSessionId: session!.id,
+      ip: null,
+    });
+    const before = (await sessionsOf(tess.id)).length;
+
+    const later = new BrowserClient();
+    const res = await continueWith(later, 'company', account);
+    t.equal(res.url, `${login}/second-factor`);
+    t.equal(res.status, 200);
+    t.match(res.body, /Second step of sign-in/);
+    t.equal((await sessionsOf(tess.id)).length, before, 'no session before the second factor');
+    const done = await later.request(`${login}/second-factor/recovery-code`, {
+      form: {
+        ...BrowserClient.hiddenFields(res.body, '/login/second-factor/recovery-code'),
+        code: recoveryCodes![0]!,
+      },
+    });
+    t.equal(done.status, 303);
+    t.equal(await signedInAs(later), 'tess@company.test');
+    const newest = (await sessionsOf(tess.id)).sort((a, b) => +b.auth_time - +a.auth_time)[0]!;
+    t.ok((newest.amr as string[]).includes('fed'), JSON.stringify(newest.amr));
+    t.ok((newest.amr as string[]).length > 1);
+    t.notOk((newest.amr as string[]).includes('pwd'));
+  },
+);
+
+t.test('a disabled user is refused, even with a linked identity', async (t) => {
+  const browser = new BrowserClient();
+  const account = { sub: 'c-dis', email: 'dis@company.test', email_verified: true };
+  await continueWith(browser, 'company', account);
+  const dis = (await userByEmail('dis@company.test'))!;
+  await ctx.app.services.users.update(dis.id, { disabled: true }, { actor: 'test' });
+  const before = (await sessionsOf(dis.id)).length;
+  const later = new BrowserClient();
+  const res = await continueWith(later, 'company', account);
+  t.equal(res.status, 403);
+  t.match(res.body, /This account is disabled/);
+  t.equal((await sessionsOf(dis.id)).length, before);
+  t.equal(await signedInAs(later), undefined);
+});
+
+t.test('a logo shows only from where the pages may load images (https:)', async (t) => {
+  const base = { kind: 'oauth2' as const, clientId: 'x', authorizationEndpoint: 'https://up.example/authorize' };
+  await providers.create({ ...base, id: 'logo-https', name: 'Safe Logo', logoUrl: 'https://cdn.example/logo.png' });
+  await providers.create({ ...base, id: 'logo-http', name: 'Plain Logo', logoUrl: 'http://cdn.example/logo.png' });
+  await providers.create({ ...base, id: 'off', name: 'Switched Off', enabled: false });
+  t.teardown(async () => {
+    await providers.remove('logo-https');
+    await providers.remove('logo-http');
+    await providers.remove('off');
+  });
+  const page = await new BrowserClient().request(`${login}/sign-in`);
+  t.match(
+    page.body,
+    /<img src="https:\/\/cdn\.example\/logo\.png" alt="" width="20" height="20"> Continue with Safe Logo/,
+  );
+  t.match(page.body, /Continue with Plain Logo/);
+  t.notMatch(page.body, /http:\/\/cdn\.example/);
+  t.notMatch(page.body, /Switched Off/, 'a disabled provider has no button');
+  t.match(page.headers.get('content-security-policy'), /img-src 'self' https: data:/);
 });
