@@ -383,3 +383,51 @@ t.test('a logo shows only from where the pages may load images (https:)', async 
   t.notMatch(page.body, /Switched Off/, 'a disabled provider has no button');
   t.match(page.headers.get('content-security-policy'), /img-src 'self' https: data:/);
 });
+
+t.test(
+  'an existing address during an authorization request: after the proof and the confirmation, it continues',
+  async (t) => {
+    const redirectUri = 'http://localhost:7001/callback';
+    const application = await ctx.app.services.applications.create(
+      { clientName: 'Linking RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'email'] },
+      { actor: 'test' },
+    );
+    await ctx.app.services.users.create(
+      { email: 'ruth@company.test', password: PASSWORD, emailVerified: true },
+      { actor: 'test' },
+    );
+    const browser = new BrowserClient();
+    const authorize = new URL(`${ctx.issuer}/oauth2/authorize`);
+    authorize.search = new URLSearchParams({
+      client_id: application.clientId,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'openid email',
+      state: 'link-state',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }).toString();
+    const signIn = await browser.follow(authorize.href);
+    const requestId = new URL(signIn.url).searchParams.get('request')!;
+    company.login({ sub: 'c-ruth', email: 'ruth@company.test', email_verified: true });
+    const pending = await browser.follow(`${login}/upstream/company/start`, () => false, {
+      form: BrowserClient.hiddenFields(signIn.body, '/upstream/company/start'),
+    });
+    t.equal(pending.url, `${login}/upstream/link`);
+    const href = /href="([^"]+)" id="sign-in-to-link"/.exec(pending.body)![1]!.replace(/&amp;/g, '&');
+    const proven = await signInWithPassword(browser, `${ctx.baseUrl}${href}`, 'ruth@company.test', PASSWORD);
+    const confirmed = await browser.follow(`${login}/upstream/link`, (u) => u.startsWith(redirectUri), {
+      form: BrowserClient.hiddenFields(proven.body, '/login/upstream/link'),
+    });
+    t.match(confirmed.url, new RegExp(`/login/consent\\?request=${requestId}`), 'back on the same request');
+    t.match(confirmed.body, /Linking RP wants to/);
+    const ruth = (await userByEmail('ruth@company.test'))!;
+    t.equal((await identitiesOf(ruth.id)).length, 1);
+    // The pending link is used up: its cookie is cleared and a second POST finds nothing.
+    const again = await browser.request(`${login}/upstream/link`, {
+      form: { csrf: BrowserClient.hiddenFields(confirmed.body, '/login/consent').csrf! },
+    });
+    t.equal(again.status, 400);
+    t.match(again.body, /This link request is over/);
+  },
+);
