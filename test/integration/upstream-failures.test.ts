@@ -377,3 +377,48 @@ t.test('the pending authorization request survives the round trip (prompt=login,
   t.equal(stolen.status, 400);
   t.notOk(stolen.location);
 });
+
+t.test('the GET start (home-realm discovery): a sign-in, with the login hint passed on', async (t) => {
+  const browser = new BrowserClient();
+  const res = await browser.request(`${login}/upstream/fake/start?login_hint=${encodeURIComponent('ann@fake.test')}`);
+  t.equal(res.status, 303);
+  const upstream = new URL(res.location!);
+  t.equal(upstream.origin, fake.issuer);
+  t.equal(upstream.searchParams.get('login_hint'), 'ann@fake.test');
+  t.equal(upstream.searchParams.get('code_challenge_method'), 'S256');
+  t.ok(upstream.searchParams.get('nonce'));
+  t.equal(upstream.searchParams.get('redirect_uri'), `${login}/upstream/fake/callback`);
+  const row = await db.selectFrom('upstream_flows').selectAll().orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+  t.equal(row.purpose, 'sign_in');
+});
+
+t.test('a link started by a signed-in user who signed out meanwhile: refused, nothing linked', async (t) => {
+  const password = 'correct horse battery';
+  const user = await ctx.app.services.users.create(
+    { email: 'leaver@example.org', password, emailVerified: true },
+    { actor: 'test' },
+  );
+  const browser = new BrowserClient();
+  const page = await browser.request(`${login}/sign-in`);
+  const signed = await browser.follow(`${login}/sign-in`, () => false, {
+    form: { ...BrowserClient.hiddenFields(page.body, '/login/sign-in'), email: 'leaver@example.org', password },
+  });
+  const csrf = BrowserClient.hiddenFields(signed.body, '/login/sign-out').csrf!;
+  fake.state.account = { sub: 'fake-leaver', email: 'leaver@fake.test', email_verified: true };
+  const started = await browser.request(`${login}/upstream/fake/start`, { form: { csrf, purpose: 'link' } });
+  t.equal(started.status, 303);
+  await browser.request(`${login}/sign-out`, { form: { csrf } });
+  const { res } = await throughUpstream(browser, started.location!);
+  t.equal(res.status, 403);
+  t.match(res.body, /not signed in to the account that asked for this link/);
+  const links = await db.selectFrom('upstream_identities').select('id').where('user_id', '=', user.id).execute();
+  t.same(links, []);
+
+  // Without a session, a link cannot even start: to the sign-in page.
+  const anonymous = new BrowserClient();
+  const signIn = await anonymous.request(`${login}/sign-in`);
+  const form = { csrf: BrowserClient.hiddenFields(signIn.body, '/login/sign-in').csrf!, purpose: 'link' };
+  const refused = await anonymous.request(`${login}/upstream/fake/start`, { form });
+  t.equal(refused.status, 303);
+  t.equal(refused.location, `${login}/sign-in`);
+});
