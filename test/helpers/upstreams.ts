@@ -160,6 +160,8 @@ export async function startGitHubLike(t: TapLike, client: { clientId: string; cl
     mode: 'ok' as 'ok' | 'error',
     /** Seconds an access token lives (expires_in); undefined: none (GitHub's OAuth apps). */
     expiresIn: undefined as number | undefined,
+    /** The refresh_token grant is refused (the user revoked the application upstream). */
+    refuseRefresh: false,
     /** What each token request asked for (its grant type, how it authenticated). */
     tokenRequests: [] as Array<Record<string, string>>,
   };
@@ -216,7 +218,7 @@ export async function startGitHubLike(t: TapLike, client: { clientId: string; cl
         return json(res, 401, { error: 'incorrect_client_credentials' });
       }
       if (form.grant_type === 'refresh_token') {
-        const user = refreshTokens.get(form.refresh_token ?? '');
+        const user = state.refuseRefresh ? undefined : refreshTokens.get(form.refresh_token ?? '');
         if (!user) return json(res, 400, { error: 'bad_refresh_token' });
         refreshTokens.delete(form.refresh_token ?? '');
         return issue(res, req, user);

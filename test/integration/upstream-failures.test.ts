@@ -300,6 +300,23 @@ t.test(
       .executeTakeFirstOrThrow();
     t.not(replaced.access_token, after.access_token);
     t.equal(await flow.accessToken(link!.id).then((v) => Boolean(v && github.works(v))), true);
+    // A refresh the upstream refuses: no token, and the stored ones go.
+    github.state.refuseRefresh = true;
+    t.teardown(() => {
+      github.state.refuseRefresh = false;
+    });
+    await db
+      .updateTable('upstream_identities')
+      .set({ token_expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', link!.id)
+      .execute();
+    t.equal(await flow.accessToken(link!.id), undefined);
+    const cleared = await db
+      .selectFrom('upstream_identities')
+      .selectAll()
+      .where('id', '=', link!.id)
+      .executeTakeFirstOrThrow();
+    t.same([cleared.access_token, cleared.refresh_token, cleared.token_expires_at], [null, null, null]);
     // The tokens go with the link.
     await db.deleteFrom('upstream_identities').where('id', '=', link!.id).execute();
     t.equal(await flow.accessToken(link!.id), undefined);

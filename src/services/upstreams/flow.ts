@@ -274,8 +274,8 @@ export function createUpstreamFlow(deps: {
   }
 
   /** With store_tokens, the upstream's tokens replace the link's (sealed, the identity id as associated data). */
-  async function saveTokens(provider: UpstreamProvider, row: { id: string }, identity: UpstreamIdentity) {
-    const tokens = provider.storeTokens ? identity.tokens : undefined;
+  async function saveTokens(provider: UpstreamProvider, row: { id: string }, given: UpstreamIdentity['tokens']) {
+    const tokens = provider.storeTokens ? given : undefined;
     const sealed = (value: string) => seal(value, { secretKey: secretKey(), purpose: TOKEN_PURPOSE, aad: row.id });
     await updateUpstreamIdentity(db, row.id, {
       access_token: tokens ? sealed(tokens.accessToken) : null,
@@ -407,7 +407,7 @@ export function createUpstreamFlow(deps: {
         if (linked && linked.user_id !== flow.user_id) return refused('linked_elsewhere');
         if (!allowedEmail()) return refused('domain_not_allowed');
         if (linked) {
-          await saveTokens(provider, linked, identity);
+          await saveTokens(provider, linked, identity.tokens);
           return { kind: 'linked', userId: flow.user_id, ...where };
         }
         const link = {
@@ -417,7 +417,7 @@ export function createUpstreamFlow(deps: {
           email: identity.email,
         };
         const id = await identities.link(link, actor);
-        await saveTokens(provider, { id }, identity);
+        await saveTokens(provider, { id }, identity.tokens);
         return { kind: 'linked', userId: flow.user_id, ...where };
       }
 
@@ -426,7 +426,7 @@ export function createUpstreamFlow(deps: {
         if (!user || user.disabled) return refused('disabled');
         if (identity.email !== null && !domainAllowed(provider, identity.email)) return refused('domain_not_allowed');
         await identities.touch(linked.id);
-        await saveTokens(provider, linked, identity);
+        await saveTokens(provider, linked, identity.tokens);
         return signIn(user.id, input.meta, where);
       }
 
@@ -487,7 +487,7 @@ export function createUpstreamFlow(deps: {
         }
         throw error;
       }
-      await saveTokens(provider, { id: created.identityId }, identity);
+      await saveTokens(provider, { id: created.identityId }, identity.tokens);
       return signIn(created.userId, input.meta, where);
     },
 
@@ -541,20 +541,21 @@ export function createUpstreamFlow(deps: {
       const refreshToken = row.refresh_token ? open(row.refresh_token) : undefined;
       if (!refreshToken) return undefined;
       const provider = await enabledProvider(row.provider_id);
-      const tokens = await client.refreshTokenGrant(await configurationOf(provider), refreshToken);
+      let tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers;
+      try {
+        tokens = await client.refreshTokenGrant(await configurationOf(provider), refreshToken);
+      } catch (error) {
+        if (unreachable(error)) throw new UpstreamFlowError('unreachable', describe(error));
+        // Refused (revoked, expired): the stored tokens are useless; they go.
+        await saveTokens(provider, row, undefined);
+        return undefined;
+      }
       const expiresIn = tokens.expiresIn();
       await saveTokens(provider, row, {
-        providerId: provider.id,
-        subject: row.subject,
-        email: row.email,
-        emailVerified: false,
-        profile: {},
-        tokens: {
-          accessToken: tokens.access_token,
-          // An upstream that does not rotate refresh tokens keeps the one it gave.
-          refreshToken: tokens.refresh_token ?? refreshToken,
-          expiresAt: expiresIn !== undefined ? new Date(Date.now() + expiresIn * 1000) : null,
-        },
+        accessToken: tokens.access_token,
+        // An upstream that does not rotate refresh tokens keeps the one it gave.
+        refreshToken: tokens.refresh_token ?? refreshToken,
+        expiresAt: expiresIn !== undefined ? new Date(Date.now() + expiresIn * 1000) : null,
       });
       return tokens.access_token;
     },
