@@ -439,3 +439,21 @@ t.test('a link started by a signed-in user who signed out meanwhile: refused, no
   t.equal(refused.status, 303);
   t.equal(refused.location, `${login}/sign-in`);
 });
+
+t.test('a changed provider row is discovered again (the cached configuration goes with the old row)', async (t) => {
+  const browser = new BrowserClient();
+  const first = await start(browser, 'fake');
+  t.equal(new URL(first.location!).origin, fake.issuer, 'discovered and cached');
+  const row = await db.selectFrom('upstream_providers').selectAll().where('id', '=', 'fake').executeTakeFirstOrThrow();
+  const moved = { issuer: `http://127.0.0.1:${deadPort}`, updated_at: new Date(Date.now() + 1000) };
+  await db.updateTable('upstream_providers').set(moved).where('id', '=', 'fake').execute();
+  t.teardown(() =>
+    db
+      .updateTable('upstream_providers')
+      .set({ issuer: row.issuer, updated_at: new Date(Date.now() + 2000) })
+      .where('id', '=', 'fake')
+      .execute(),
+  );
+  const second = await start(browser, 'fake');
+  await assertErrorPage(t, second, 502, /Fake Co did not answer/);
+});
