@@ -238,7 +238,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     passkeys: createPasskeyService({ db: writes, config, factors }),
     totp,
     recoveryCodes,
-    upstreams: createUpstreamService({ db: writes, config, factors }),
+    upstreams: createUpstreamService({ db: writes, config, factors, sessions }),
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),

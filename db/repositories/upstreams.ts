@@ -57,6 +57,10 @@ export async function findUpstreamIdentity(
     .executeTakeFirst();
 }
 
+export async function findUpstreamIdentityById(db: Db, id: string): Promise<UpstreamIdentityRow | undefined> {
+  return db.selectFrom('upstream_identities').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 export async function listUpstreamIdentitiesOfUser(db: Db, userId: string): Promise<UpstreamIdentityRow[]> {
   return db
     .selectFrom('upstream_identities')

@@ -6,6 +6,9 @@
 //  - the sign-up cookie (`__Host-idp.signup`): signUpBrowser, bindSignUpBrowser;
 //  - the sign-in waiting for its second factor (`__Host-idp.mfa`, issue 34): pendingSignInToken,
 //    setPendingSignInCookie, clearPendingSignInCookie;
+//  - the round trips to upstream providers (`__Secure-idp.upstream`, `idp.upstream` on http, issue 35): the
+//    browser's secret of its round trips and a pending link's token, on the login path's upstream prefix only:
+//    upstreamBrowser, bindUpstreamBrowser, pendingLinkToken, setPendingLinkCookie, clearPendingLinkCookie;
 //  - the device cookie of the sign-in limits (`__Secure-idp.device`): deviceCookie, used by rate-limit.ts
 //    (its signed value: src/device-cookie.ts);
 //  - the CSRF double-submit cookie of the hosted forms (`__Host-idp.csrf`): createCsrf.
@@ -23,6 +26,7 @@ import { AppError } from '../../src/errors.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { generateToken } from '../../src/oauth/tokens.js';
 import { PENDING_SIGN_IN_SECONDS } from '../../src/services/factors/index.js';
+import { PENDING_LINK_SECONDS, UPSTREAM_FLOW_SECONDS } from '../../src/services/upstreams/flow.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,6 +61,14 @@ declare module 'fastify' {
     /** Sets the pending sign-in's cookie (HttpOnly, as long as the pending sign-in lives). */
     setPendingSignInCookie(reply: FastifyReply, token: string): FastifyReply;
     clearPendingSignInCookie(reply: FastifyReply): FastifyReply;
+    /** The secret binding this browser's round trips to upstream providers (issue 35), if it has one. */
+    upstreamBrowser(request: FastifyRequest): string | undefined;
+    /** The round trips' secret, (re)set for as long as a round trip lives. */
+    bindUpstreamBrowser(request: FastifyRequest, reply: FastifyReply): string;
+    /** The token of this browser's pending upstream link (waiting for the account owner's sign-in), if any. */
+    pendingLinkToken(request: FastifyRequest): string | undefined;
+    setPendingLinkCookie(reply: FastifyReply, token: string): FastifyReply;
+    clearPendingLinkCookie(reply: FastifyReply): FastifyReply;
   }
 }
 
@@ -105,7 +117,7 @@ export default fp(
       maxAge: config.ttl.consentRequest,
     } as const;
     /** A browser-binding cookie: a random secret of 43 base64url characters, read back only in that shape. */
-    const browserCookie = (name: string, attributes: typeof bindingAttributes) => {
+    const browserCookie = (name: string, attributes: Omit<typeof bindingAttributes, 'path'> & { path: string }) => {
       const read = (request: FastifyRequest) => {
         const value = request.cookies?.[name];
         return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
@@ -139,6 +151,31 @@ export default fp(
       reply.setCookie(pendingName, token, pendingAttributes),
     );
     app.decorate('clearPendingSignInCookie', (reply: FastifyReply) => reply.clearCookie(pendingName, sessionCookie));
+    // Round trips to upstream providers (issue 35): HttpOnly, SameSite=Lax (sent on the upstream's redirect
+    // back), only under {login path}/upstream (the start, the callback, the pending link's pages). Not __Host-:
+    // that prefix needs Path=/.
+    const upstreamPath = `${new URL(config.loginUrl).pathname.replace(/\/$/, '')}/upstream`;
+    const upstreamAttributes = {
+      path: upstreamPath,
+      httpOnly: true,
+      secure: config.cookieSecure,
+      sameSite: 'lax',
+      maxAge: UPSTREAM_FLOW_SECONDS,
+    } as const;
+    const prefix = config.cookieSecure ? '__Secure-' : '';
+    const upstreamBrowser = browserCookie(`${prefix}idp.upstream`, upstreamAttributes);
+    app.decorate('upstreamBrowser', upstreamBrowser.read);
+    app.decorate('bindUpstreamBrowser', upstreamBrowser.bind);
+    const linkName = `${prefix}idp.upstream-link`;
+    const linkAttributes = { ...upstreamAttributes, maxAge: PENDING_LINK_SECONDS };
+    app.decorate('pendingLinkToken', (request: FastifyRequest) => {
+      const value = request.cookies?.[linkName];
+      return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined;
+    });
+    app.decorate('setPendingLinkCookie', (reply: FastifyReply, token: string) =>
+      reply.setCookie(linkName, token, linkAttributes),
+    );
+    app.decorate('clearPendingLinkCookie', (reply: FastifyReply) => reply.clearCookie(linkName, linkAttributes));
   },
   { name: 'browser-session', dependencies: ['services'] },
 );

@@ -12,6 +12,7 @@ import { registerRecoveryPages } from './recovery-pages.js';
 import { registerSignInPages } from './sign-in-pages.js';
 import { createSecondFactorFlow, registerSecondFactorPages } from './second-factor.js';
 import { registerTotpSecondFactor } from './totp-second-factor.js';
+import { registerUpstreamPages } from './upstream-pages.js';
 import { registerVerificationPages } from './verification-pages.js';
 import * as views from './views.js';
 
@@ -60,6 +61,7 @@ const loginPages: FastifyPluginAsyncTypebox<LoginPagesOptions> = async (app, { c
   registerTotpSecondFactor(context, secondFactor);
   registerVerificationPages(context);
   registerRecoveryPages(context);
+  registerUpstreamPages(context);
 
   // Sign out
   app.get('/sign-out', async (request, reply) => {

@@ -6,6 +6,7 @@ import { first, Form, type LoginContext, RequestQuery } from './page-context.js'
 import * as views from './views.js';
 import { passkeySignInOptions } from './passkey-pages.js';
 import { startSecondFactor } from './second-factor.js';
+import { upstreamButtonsOf } from './upstream-pages.js';
 import { verificationContext } from '../../src/services/authorization.js';
 
 const SignInQuery = Type.Object({
@@ -43,6 +44,7 @@ export function registerSignInPages({
         returnTo,
         reauthenticate: Boolean(ctx),
         passkeys: await passkeySignInOptions({ app, config }, request, reply),
+        upstreams: await upstreamButtonsOf(app),
       }),
     );
   });
@@ -78,6 +80,7 @@ export function registerSignInPages({
             app: found?.app,
             returnTo: safeReturnTo(first(form.return_to)),
             passkeys: await passkeySignInOptions({ app, config }, request, reply),
+            upstreams: await upstreamButtonsOf(app),
           }),
           401,
         );
@@ -104,6 +107,7 @@ export function registerSignInPages({
         requestId: request.query.request,
         values: { email: found?.request.params.login_hint ?? '' },
         app: found?.app,
+        upstreams: await upstreamButtonsOf(app),
       }),
     );
   });
@@ -130,7 +134,15 @@ export function registerSignInPages({
         const errors = Object.fromEntries((error.details ?? []).map((d) => [d.field, d.message]));
         return page(
           reply,
-          views.signUpPage({ loginPath, csrf: csrfToken(request, reply), requestId, values, errors, app: found?.app }),
+          views.signUpPage({
+            loginPath,
+            csrf: csrfToken(request, reply),
+            requestId,
+            values,
+            errors,
+            app: found?.app,
+            upstreams: await upstreamButtonsOf(app),
+          }),
           error.statusCode,
         );
       }

@@ -32,6 +32,38 @@ ${options.error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''
   return kitField({ id, label: options.label, control, error: options.error, separator: '\n' });
 }
 
+/** An upstream provider's button (issue 35): its name and, when it has one, its logo. */
+export interface UpstreamButton {
+  id: string;
+  name: string;
+  logoUrl?: string | null;
+}
+
+/**
+ * One "Continue with {name}" button per enabled upstream provider: a small form POSTing to its start, with the
+ * CSRF token and the pending request (or where a sign-in returns). A logo is shown only from where the pages'
+ * CSP loads images (https:, data:, this origin): another would be a broken image.
+ */
+export function upstreamButtons(o: {
+  loginPath: string;
+  csrf: string;
+  requestId?: string | undefined;
+  returnTo?: string | undefined;
+  upstreams?: UpstreamButton[] | undefined;
+}): Html | string {
+  if (!o.upstreams?.length) return '';
+  const logo = (url: string | null | undefined) =>
+    url && /^(https:|data:image\/|\/(?!\/))/.test(url) ? html`<img src="${url}" alt="" width="20" height="20"> ` : '';
+  return html`<div class="upstreams">
+<p class="muted or">or</p>
+${o.upstreams.map(
+  (p) => html`<form method="post" action="${o.loginPath}/upstream/${p.id}/start">\
+${hidden('csrf', o.csrf)}${hidden('request', o.requestId)}${hidden('return_to', o.returnTo)}\
+<button type="submit" class="secondary upstream">${logo(p.logoUrl)}Continue with ${p.name}</button></form>
+`,
+)}</div>`;
+}
+
 /** Development without SMTP_URL: where the mail went instead (see the login context's mailHint). */
 function devMailHint(hint: string | undefined): Html | string {
   return hint ? html`<p class="muted" id="dev-mail-hint">${hint}</p>` : '';
@@ -49,6 +81,8 @@ export function signInPage(o: {
   /** Passkeys offered (issue 34): conditional UI on the e-mail field and a "Use a passkey" button (not "Sign in
    * with a passkey": the password button must stay the only one named "Sign in..."). */
   passkeys?: unknown;
+  /** The enabled upstream providers' buttons (issue 35). */
+  upstreams?: UpstreamButton[] | undefined;
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   return layout({
@@ -78,6 +112,7 @@ ${field({
 <button type="submit">Sign in</button>
 </form>
 ${o.passkeys ? passkeySignIn(o) : ''}
+${upstreamButtons(o)}
 <p><a href="${o.loginPath}/forgot-password">Forgot your password?</a></p>
 <p>No account yet? <a href="${o.loginPath}/sign-up${q}">Create one</a></p>`,
   });
@@ -111,6 +146,7 @@ export function signUpPage(o: {
   errors?: FieldErrors;
   error?: string | undefined;
   app?: AppBrand | undefined;
+  upstreams?: UpstreamButton[] | undefined;
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
   const errors = o.errors ?? {};
@@ -153,6 +189,7 @@ ${field({
 })}
 <button type="submit">Create account</button>
 </form>
+${upstreamButtons(o)}
 <p>Have an account? <a href="${o.loginPath}/sign-in${q}">Sign in</a></p>`,
   });
 }

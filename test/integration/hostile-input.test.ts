@@ -87,6 +87,19 @@ const user = await app.inject({
 const userId = (user.json() as { id: string }).id;
 const { tokens, jar: sessionJar } = await obtainTokens(app, { clientId, redirectUri, email, password });
 const kid = (await app.inject({ method: 'GET', url: '/api/admin/keys', headers: adminHeaders })).json().items[0].kid;
+// An upstream provider (issue 35) whose start builds its address without a request to it (oauth2, endpoints on a
+// loopback port nobody listens on): hostile round trips reach the flow's own checks.
+const upstreamId = 'hostile-up';
+await app.services.upstreams.providers.create({
+  id: upstreamId,
+  kind: 'oauth2',
+  name: 'Hostile Upstream',
+  authorizationEndpoint: 'http://127.0.0.1:9/authorize',
+  tokenEndpoint: 'http://127.0.0.1:9/token',
+  userinfoEndpoint: 'http://127.0.0.1:9/user',
+  clientId: 'hostile',
+  clientSecret: 'hostile-secret',
+});
 const sessionId = (
   await app.inject({ method: 'GET', url: `/api/admin/users/${userId}/sessions`, headers: adminHeaders })
 ).json().items[0].id;
@@ -340,6 +353,7 @@ const PARAMS: Record<string, fc.Arbitrary<string>> = {
   token: urlPart,
   secretId: fc.oneof(fc.constant('cs_AAAAAAAAAAAAAAAA'), urlPart),
   factorId: fc.oneof(fc.constant('totp'), fc.constant('recovery-codes'), urlPart),
+  provider: fc.oneof(fc.constant(upstreamId), urlPart),
   '*': fc.array(urlPart, { maxLength: 3 }).map((parts) => parts.join('/')),
 };
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;
@@ -460,7 +474,13 @@ async function registeredRedirects(): Promise<Set<string>> {
     .selectFrom('applications')
     .select(['redirect_uris', 'post_logout_redirect_uris'])
     .execute();
-  return new Set(rows.flatMap((r) => [...(r.redirect_uris as string[]), ...(r.post_logout_redirect_uris as string[])]));
+  // A round trip's start sends the browser to an upstream provider's authorization endpoint (issue 35), which the
+  // operator configured (never one a request names).
+  const upstreams = await database.db.selectFrom('upstream_providers').select('authorization_endpoint').execute();
+  return new Set([
+    ...rows.flatMap((r) => [...(r.redirect_uris as string[]), ...(r.post_logout_redirect_uris as string[])]),
+    ...upstreams.flatMap((u) => (u.authorization_endpoint ? [u.authorization_endpoint] : [])),
+  ]);
 }
 
 async function problemWith(

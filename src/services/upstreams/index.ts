@@ -4,21 +4,29 @@
 import type { Db } from '../../../db/create-db.js';
 import type { Config } from '../../config.js';
 import type { FactorService } from '../factors/index.js';
+import type { SessionService } from '../sessions.js';
+import { createUpstreamFlow, type UpstreamFlow } from './flow.js';
 import { createUpstreamIdentityStore, type UpstreamIdentityStore } from './identities.js';
 import { createUpstreamProviderStore, type UpstreamProviderStore } from './providers.js';
 
 export interface UpstreamService {
   providers: UpstreamProviderStore;
   identities: UpstreamIdentityStore;
+  /** The round trip to an upstream and what its answer leads to (sign-in, link, account, pending link). */
+  flow: UpstreamFlow;
 }
 
 export function createUpstreamService(deps: {
   db: Db;
-  config: Pick<Config, 'secretKey'>;
-  factors: Pick<FactorService, 'summary'>;
+  config: Pick<Config, 'secretKey' | 'loginUrl'>;
+  factors: Pick<FactorService, 'summary' | 'secondFactorDue'>;
+  sessions: Pick<SessionService, 'signedIn'>;
 }): UpstreamService {
+  const providers = createUpstreamProviderStore(deps);
+  const identities = createUpstreamIdentityStore(deps);
   return {
-    providers: createUpstreamProviderStore(deps),
-    identities: createUpstreamIdentityStore(deps),
+    providers,
+    identities,
+    flow: createUpstreamFlow({ ...deps, providers, identities }),
   };
 }
