@@ -3,6 +3,7 @@
 // sign in a linked user, create an account just in time, or wait for an existing account's owner to prove it).
 import type { Db } from '../../../db/create-db.js';
 import type { Config } from '../../config.js';
+import type { Mailer } from '../../mail/mailer.js';
 import type { FactorService } from '../factors/index.js';
 import { createUpstreamIdentityStore, type UpstreamIdentityStore } from './identities.js';
 import { createUpstreamProviderStore, type UpstreamProviderStore } from './providers.js';
@@ -14,8 +15,9 @@ export interface UpstreamService {
 
 export function createUpstreamService(deps: {
   db: Db;
-  config: Pick<Config, 'secretKey'>;
-  factors: Pick<FactorService, 'summary'>;
+  config: Pick<Config, 'secretKey' | 'loginUrl'>;
+  mailer: Pick<Mailer, 'sendInBackground'>;
+  factors: Pick<FactorService, 'summary' | 'recordChange'>;
 }): UpstreamService {
   return {
     providers: createUpstreamProviderStore(deps),
