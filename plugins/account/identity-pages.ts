@@ -46,9 +46,11 @@ action="${o.loginPath}/upstream/${p.id}/start" class="link-identity">
 ${hidden('csrf', o.csrf)}${hidden('purpose', 'link')}${hidden('return_to', back)}
 <button type="submit" class="secondary">Link ${p.name}</button>
 </form>`;
-  if (!o.identities.length && !linkable.length) return '';
+  const sectionError = error('identities');
+  if (!o.identities.length && !linkable.length && !sectionError) return '';
   return html`<section aria-labelledby="identities-heading">
 <h2 id="identities-heading">Linked identities</h2>
+${sectionError ? html`<p class="alert" role="alert">${sectionError}</p>` : ''}
 <p>An account of another provider linked here signs you in to this account, without your password.</p>
 ${
   o.identities.length
@@ -77,7 +79,9 @@ export function registerIdentityPages(context: AccountContext, factorPages: Fact
       });
     } catch (error) {
       if (!(error instanceof AppError) || error.statusCode >= 500) throw error;
-      const errors = { [`identity-${id}`]: UNLINK_REFUSALS[error.code] ?? error.message };
+      // A refusal of a listed identity goes next to it; "not found" (nothing listed to put it next to) on top.
+      const form = error.code === 'UPSTREAM_IDENTITY_NOT_FOUND' ? 'identities' : `identity-${id}`;
+      const errors = { [form]: UNLINK_REFUSALS[error.code] ?? error.message };
       return factorPages.render(request, reply, ctx, { status: error.statusCode, errors });
     }
     return done(reply, path, 'identity-unlinked');
