@@ -96,6 +96,27 @@ export const MeSessionsSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** GET /api/me/identities (issue 35): the identities of other providers linked to the account. */
+export const MeIdentitiesSchema = Type.Object(
+  {
+    identities: Type.Array(
+      Type.Object(
+        {
+          id: Type.String(),
+          providerId: Type.String(),
+          providerName: Type.String(),
+          subject: Type.String({ description: "the upstream provider's identifier of the account" }),
+          email: Type.Union([Type.String(), Type.Null()], { description: 'the address the upstream gave' }),
+          createdAt: Iso,
+          lastUsedAt: Type.Union([Iso, Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const Rows = Type.Array(Type.Object({}, { additionalProperties: true }));
 
 export const MeExportSchema = Type.Object(

@@ -195,7 +195,9 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
   const recoveryCodes = createRecoveryCodeService({ db: writes, config, factors, mailer });
   const totp = createTotpService({ db: writes, config, factors, recoveryCodes, clock: options.clock });
   const emailChanges = createEmailChangeService({ db: writes, config, mailer });
-  const recovery = createRecoveryService({ db: writes, config, mailer, log, passwords });
+  // Issue 35: sign-in with another provider; the accounts and the recovery read its SSO domains.
+  const upstreams = createUpstreamService({ db: writes, config, mailer, factors, sessions });
+  const recovery = createRecoveryService({ db: writes, config, mailer, log, passwords, upstreams });
   const accounts = createAccountService({
     db: writes,
     config,
@@ -206,6 +208,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     recovery,
     passwords,
     factors,
+    upstreams,
   });
   // A password set by an operator (admin API, admin web, CLI) is announced like a completed reset.
   users.onPasswordChanged((email) => mailer.sendInBackground(passwordChangedNotice(config, email)));
@@ -238,7 +241,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     passkeys: createPasskeyService({ db: writes, config, factors }),
     totp,
     recoveryCodes,
-    upstreams: createUpstreamService({ db: writes, config, factors, sessions }),
+    upstreams,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),

@@ -9,6 +9,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { type Factor, type FactorSummary, hasSecondFactor } from '../../src/domain/mfa.js';
 import type { SessionContext } from '../../src/domain/session.js';
+import type { UpstreamProvider } from '../../src/domain/upstream.js';
+import type { LinkedIdentity } from '../../src/services/upstreams/identities.js';
 import { html, type Html } from '../pages/kit.js';
 import type { AccountContext } from './context.js';
 import { accountLayout } from './layout.js';
@@ -28,12 +30,29 @@ export interface FactorSectionInput {
   returnTo: string | undefined;
   /** Form errors of a refused change, by form name. */
   errors?: Record<string, string> | undefined;
+  /** The user's linked upstream identities (issue 35). */
+  identities: LinkedIdentity[];
+  /** The enabled upstream providers (issue 35): "Link {name}" for those the user has not linked. */
+  providers: Array<Pick<UpstreamProvider, 'id' | 'name' | 'logoUrl'>>;
 }
 
-const sections: Array<{ kind: string; render: (o: FactorSectionInput) => Html | string }> = [];
-/** A factor kind's section of the page, in registration order (passkeys, authenticator app, recovery codes). */
-export function registerFactorSection(kind: string, render: (o: FactorSectionInput) => Html | string) {
-  if (!sections.some((s) => s.kind === kind)) sections.push({ kind, render });
+interface Section {
+  kind: string;
+  render: (o: FactorSectionInput) => Html | string;
+  /** Shown even when second factors are switched off (MFA=off): a first factor (linked identities). */
+  always: boolean;
+}
+const sections: Section[] = [];
+/**
+ * A kind's section of the page, in registration order (passkeys, authenticator app, recovery codes, linked
+ * identities). `always`: shown when MFA=off too (the second factors' sections are not).
+ */
+export function registerFactorSection(
+  kind: string,
+  render: (o: FactorSectionInput) => Html | string,
+  options: { always?: boolean } = {},
+) {
+  if (!sections.some((s) => s.kind === kind)) sections.push({ kind, render, always: options.always ?? false });
 }
 
 export const FactorPageQuery = Type.Object({
@@ -105,6 +124,8 @@ export function createFactorPages(context: AccountContext) {
       fresh: app.services.factors.isFresh(ctx.session),
       returnTo: safeReturnTo(o.returnTo),
       errors: o.errors,
+      identities: await app.services.upstreams.identities.listForUser(ctx.user.id),
+      providers: await app.services.upstreams.providers.enabled(),
     };
     const mode = config.mfa.mode;
     const body = html`${
@@ -120,8 +141,9 @@ ${
     ? html`<p>Second factors are switched off on this server.</p>`
     : html`<p>A second factor protects your account when someone learns your password: after your password, \
 sign-in asks for it. A passkey can also sign you in on its own.</p>
-${sections.map((s) => s.render(input))}`
-}`;
+${sections.filter((s) => !s.always).map((s) => s.render(input))}`
+}
+${sections.filter((s) => s.always).map((s) => s.render(input))}`;
     return page(
       reply,
       accountLayout({

@@ -20,6 +20,7 @@ import { registerSecurityPages } from './security-pages.js';
 import { createFactorPages } from './factor-pages.js';
 import { registerPasskeyPages } from './passkey-pages.js';
 import { registerTotpPages } from './totp-pages.js';
+import { registerIdentityPages } from './identity-pages.js';
 
 export interface AccountPagesOptions {
   config: Config;
@@ -37,6 +38,7 @@ const accountPages: FastifyPluginAsyncTypebox<AccountPagesOptions> = async (app,
   const factorPages = createFactorPages(context);
   registerPasskeyPages(context, factorPages);
   registerTotpPages(context, factorPages);
+  registerIdentityPages(context, factorPages);
   registerApplicationPages(context);
 
   // Where the sign-out of this browser's own session (from the sessions list) and the deletion land.

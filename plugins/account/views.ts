@@ -32,6 +32,8 @@ export const STATUS_MESSAGES: Readonly<Record<string, string>> = {
   'totp-cancelled': 'The authenticator app setup is cancelled.',
   'recovery-codes-made':
     'New recovery codes are made and the old ones no longer work. Your other sessions were signed out.',
+  'identity-linked': 'The identity is linked: it now signs you in to this account.',
+  'identity-unlinked': 'The identity is unlinked: it no longer signs you in. Your other sessions were signed out.',
 };
 
 export function statusMessage(code: string | undefined): string | undefined {

@@ -15,6 +15,7 @@ import { emailKey, ipKey } from '../../src/rate-limit.js';
 import { Redirect as Redirected } from '../../schemas/oauth.js';
 import { verificationContext } from '../../src/services/authorization.js';
 import { startSecondFactor } from './second-factor.js';
+import { SsoRequiredError, upstreamStartUrl } from '../../src/domain/sso.js';
 
 /** The answer to every accepted sign-up, whether or not the address has an account. */
 const signUpMessage = (email: string) =>
@@ -37,12 +38,26 @@ const errors = {
   409: ErrorSchema,
   429: ErrorSchema,
 };
+/**
+ * Sign-in and sign-up: 409 SSO_REQUIRED (issue 35) for an address at an SSO domain also names the provider and
+ * where its sign-in starts (GET, LOGIN_URL/upstream/{provider}/start?login_hint=...&request=...).
+ */
+const SsoConflict = Type.Object({
+  error: Type.String(),
+  message: Type.String(),
+  details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  provider: Type.Optional(Type.String({ description: 'SSO_REQUIRED: the upstream provider of the address' })),
+  redirectTo: Type.Optional(Type.String({ description: 'SSO_REQUIRED: where the sign-in with it starts' })),
+});
+const signInErrors = { ...errors, 409: SsoConflict };
 
 const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const trusted = new Set([originOf(config.loginUrl), originOf(config.baseUrl)].filter(Boolean) as string[]);
   const meta = (request: FastifyRequest) => ({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
   const continueUrl = (id: string) => continueAt(config.issuer, id);
   const signOutRoute = `${app.prefix}/sign-out`;
+  const ssoStart = (providerId: string, email: string, requestId: string | undefined) =>
+    upstreamStartUrl(config.loginUrl, providerId, { requestId, loginHint: email.trim() || undefined });
 
   app.addHook('onRequest', async (request) => {
     if (request.method !== 'POST') return;
@@ -113,7 +128,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
           },
           { additionalProperties: false },
         ),
-        response: { 200: SignedIn, ...errors },
+        response: { 200: SignedIn, ...signInErrors },
       },
     },
     async (request, reply) => {
@@ -127,6 +142,10 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
           'This sign-in request has expired or was already used (or was started in another browser)',
         );
       }
+      // Home-realm discovery (issue 35): an address at an SSO domain signs in with its organisation's provider;
+      // no password is checked (the same answer for every address at the domain, with an account or not).
+      const sso = await app.services.upstreams.providers.ssoFor(request.body.email.trim());
+      if (sso) throw new SsoRequiredError(sso, ssoStart(sso.id, request.body.email, request.body.request));
       const result = await app.signInLimits.attempt(request, reply, request.body.email, () =>
         app.services.accounts.signIn(request.body, meta(request)),
       );
@@ -160,7 +179,7 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
           },
           { additionalProperties: false },
         ),
-        response: { 201: Type.Object({ status: Type.Literal(true), message: Type.String() }), ...errors },
+        response: { 201: Type.Object({ status: Type.Literal(true), message: Type.String() }), ...signInErrors },
       },
     },
     async (request, reply) => {
@@ -174,12 +193,14 @@ const loginApi: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { co
         throw new AppError(404, 'REQUEST_NOT_FOUND', 'This sign-in request has expired or was already used');
       // The pending sign-up is bound to this browser (the cookie is set whatever the address: same answer).
       const browserSecret = app.bindSignUpBrowser(request, reply);
-      const { email } = await app.services.accounts.signUp(
-        request.body,
-        meta(request),
-        verificationContext(found),
-        browserSecret,
-      );
+      const { email } = await app.services.accounts
+        .signUp(request.body, meta(request), verificationContext(found), browserSecret)
+        .catch((error: unknown) => {
+          // An address at an SSO domain (issue 35): no password account; where its provider's sign-in starts.
+          if (error instanceof SsoRequiredError)
+            error.redirectTo = ssoStart(error.provider.id, request.body.email, requestId);
+          throw error;
+        });
       // The same answer whatever the address (issue 31, item 3): no account and no session until the
       // mailed link is confirmed on the hosted page.
       return reply.code(201).send({ status: true as const, message: signUpMessage(email) });

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { AppError } from '../../src/errors.js';
 import { emailKey, ipKey } from '../../src/rate-limit.js';
+import { upstreamStartUrl } from '../../src/domain/sso.js';
 import { first, Form, type LoginContext } from './page-context.js';
 import * as views from './views.js';
 
@@ -29,6 +30,21 @@ export function registerRecoveryPages({ app, loginPath, csrfToken, checkCsrf, pa
     await app.rateLimit(reply, 'RESET_REQUEST_IP', ipKey(request.ip));
     await app.rateLimit(reply, 'RESET_REQUEST_EMAIL', emailKey(email));
     await app.rateLimit(reply, 'RESET_REQUEST_EMAIL_DAY', emailKey(email));
+    // An address at an SSO domain (issue 35) has no password to reset: its organisation's provider signs it in.
+    // Decided by the domain alone (the same page whether or not the address has an account); nothing is mailed.
+    const sso = await app.services.upstreams.providers.ssoFor(email);
+    if (sso) {
+      return page(
+        reply,
+        views.ssoPage({
+          loginPath,
+          title: 'Reset your password',
+          provider: sso.name,
+          startUrl: upstreamStartUrl(loginPath, sso.id, { loginHint: email }),
+          message: 'There is no password to reset here: continue with it to sign in.',
+        }),
+      );
+    }
     await app.services.recovery.requestReset({ email, redirectTo: app.services.recovery.resetPage }, meta(request));
     return page(reply, views.forgotPasswordPage({ loginPath, csrf: csrfToken(request, reply), sent: true, mailHint }));
   });

@@ -8,6 +8,7 @@ import { passkeySignInOptions } from './passkey-pages.js';
 import { startSecondFactor } from './second-factor.js';
 import { upstreamButtonsOf } from './upstream-pages.js';
 import { verificationContext } from '../../src/services/authorization.js';
+import { SsoRequiredError, upstreamStartUrl } from '../../src/domain/sso.js';
 
 const SignInQuery = Type.Object({
   request: Type.Optional(Type.String({ maxLength: 128 })),
@@ -28,23 +29,46 @@ export function registerSignInPages({
   meta,
   mailHint,
 }: LoginContext) {
+  /** Where a sign-in of this address starts at its organisation's provider (issue 35). */
+  const ssoStart = (providerId: string, email: string, requestId?: string, returnTo?: string) =>
+    upstreamStartUrl(loginPath, providerId, { requestId, returnTo, loginHint: email.trim() || undefined });
+
+  /** A sign-in that proves an account to link an upstream identity to it returns to the round trip's pages. */
+  const provingForLink = (returnTo: string | undefined) => Boolean(returnTo?.startsWith(`${loginPath}/upstream/`));
+
+  /** The sign-in page's SSO hints: the password is optional when SSO domains exist; the note for this address. */
+  async function ssoHints(email: string | undefined, o: { requestId?: string | undefined; returnTo?: string }) {
+    const providers = await app.services.upstreams.providers.enabled();
+    if (!providers.some((p) => p.ssoDomains.length)) return {};
+    const sso = email ? await app.services.upstreams.providers.ssoFor(email) : undefined;
+    return {
+      ssoDomains: true,
+      ...(sso &&
+        !provingForLink(o.returnTo) && {
+          sso: { name: sso.name, startUrl: ssoStart(sso.id, email ?? '', o.requestId, o.returnTo) },
+        }),
+    };
+  }
+
   // Sign in
   app.get('/sign-in', { schema: { querystring: SignInQuery } }, async (request, reply) => {
     const found = await pending(request, request.query.request);
     const returnTo = safeReturnTo(request.query.return_to);
     const ctx = returnTo ? await app.currentSession(request) : undefined;
+    const email = found?.request.params.login_hint ?? ctx?.user.email;
     return page(
       reply,
       views.signInPage({
         loginPath,
         csrf: csrfToken(request, reply),
         requestId: request.query.request,
-        email: found?.request.params.login_hint ?? ctx?.user.email,
+        email,
         app: found?.app,
         returnTo,
         reauthenticate: Boolean(ctx),
         passkeys: await passkeySignInOptions({ app, config }, request, reply),
         upstreams: await upstreamButtonsOf(app),
+        ...(await ssoHints(email, { requestId: request.query.request, returnTo })),
       }),
     );
   });
@@ -54,6 +78,18 @@ export function registerSignInPages({
     const requestId = first(form.request) || undefined;
     const found = await pending(request, requestId);
     const email = first(form.email) ?? '';
+    const returnTo = safeReturnTo(first(form.return_to));
+    // Home-realm discovery (issue 35): an address at an SSO domain goes to its organisation's provider, whatever
+    // the password field holds (none is checked). Not while the browser proves an account to link an upstream
+    // identity to it (return_to: the round trip's pending link): before the link, the password is that proof.
+    // The service refuses the password of a linked account in any case (accounts.signIn: SSO_REQUIRED).
+    const sso = await app.services.upstreams.providers.ssoFor(email.trim());
+    if (sso && !provingForLink(returnTo)) {
+      return reply
+        .code(303)
+        .header('location', ssoStart(sso.id, email, requestId, returnTo))
+        .send();
+    }
     let signedIn: { userId: string; sessionId: string };
     try {
       const result = await app.signInLimits.attempt(request, reply, email, () =>
@@ -68,6 +104,12 @@ export function registerSignInPages({
       app.setSessionCookie(reply, result.sessionToken);
       signedIn = { userId: result.user.id, sessionId: result.sessionId };
     } catch (error) {
+      if (error instanceof SsoRequiredError) {
+        return reply
+          .code(303)
+          .header('location', ssoStart(error.provider.id, email, requestId, returnTo))
+          .send();
+      }
       if (error instanceof AppError && error.code === 'INVALID_CREDENTIALS') {
         return page(
           reply,
@@ -78,9 +120,10 @@ export function registerSignInPages({
             email,
             error: error.message,
             app: found?.app,
-            returnTo: safeReturnTo(first(form.return_to)),
+            returnTo,
             passkeys: await passkeySignInOptions({ app, config }, request, reply),
             upstreams: await upstreamButtonsOf(app),
+            ...(await ssoHints(undefined, {})),
           }),
           401,
         );
@@ -90,7 +133,7 @@ export function registerSignInPages({
     if (!requestId)
       return reply
         .code(303)
-        .header('location', safeReturnTo(first(form.return_to)) ?? `${loginPath}/`)
+        .header('location', returnTo ?? `${loginPath}/`)
         .send();
     await app.services.authorization.recordSignIn(requestId, app.browserBinding(request), signedIn);
     return reply.code(303).header('location', continueUrl(requestId)).send();
@@ -130,6 +173,21 @@ export function registerSignInPages({
         browserSecret,
       ));
     } catch (error) {
+      // An address at an SSO domain (issue 35): its organisation's provider, not a password (the same page
+      // whether or not the address has an account: the service decides by the domain alone).
+      if (error instanceof SsoRequiredError) {
+        return page(
+          reply,
+          views.ssoPage({
+            loginPath,
+            title: 'Create an account',
+            provider: error.provider.name,
+            startUrl: ssoStart(error.provider.id, values.email, requestId, undefined),
+            message: 'You need no password here: continue with it to sign in (or to create your account).',
+            app: found?.app,
+          }),
+        );
+      }
       if (error instanceof AppError && error.code === 'VALIDATION_ERROR') {
         const errors = Object.fromEntries((error.details ?? []).map((d) => [d.field, d.message]));
         return page(

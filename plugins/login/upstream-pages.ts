@@ -206,11 +206,13 @@ export function registerUpstreamPages(context: LoginContext) {
       reply.header('referrer-policy', 'no-referrer');
       let outcome: UpstreamOutcome;
       try {
+        const ctx = await app.currentSession(request);
         outcome = await flow.finish({
           providerId,
           callbackQuery: query,
           browserSecret: app.upstreamBrowser(request),
-          sessionUserId: (await app.currentSession(request))?.user.id,
+          sessionUserId: ctx?.user.id,
+          sessionId: ctx?.session.id,
           meta: meta(request),
         });
       } catch (error) {

@@ -83,8 +83,19 @@ export function signInPage(o: {
   passkeys?: unknown;
   /** The enabled upstream providers' buttons (issue 35). */
   upstreams?: UpstreamButton[] | undefined;
+  /** Issue 35: some addresses sign in with their organisation's provider (SSO domains): the password is optional. */
+  ssoDomains?: boolean;
+  /** Issue 35: the address shown is at an SSO domain: its provider and where its sign-in starts. */
+  sso?: { name: string; startUrl: string } | undefined;
 }): string {
   const q = o.requestId ? `?request=${encodeURIComponent(o.requestId)}` : '';
+  const ssoNote = o.sso
+    ? html`<p class="notice" role="status" id="sso-note">Your organisation signs you in with ${o.sso.name}. \
+<a href="${o.sso.startUrl}">Continue with ${o.sso.name}</a></p>`
+    : o.ssoDomains
+      ? html`<p class="muted" id="sso-hint">If your organisation signs you in with its own account, enter your \
+work address and leave the password empty.</p>`
+      : '';
   return layout({
     title: 'Sign in',
     loginPath: o.loginPath,
@@ -103,12 +114,14 @@ ${field({
 })}
 ${field({
   name: 'password',
-  label: 'Password',
+  label: o.ssoDomains || o.sso ? 'Password (not needed if your organisation signs you in)' : 'Password',
   type: 'password',
   autocomplete: 'current-password',
   autofocus: Boolean(o.email),
   error: o.error,
+  required: !(o.ssoDomains || o.sso),
 })}
+${ssoNote}
 <button type="submit">Sign in</button>
 </form>
 ${o.passkeys ? passkeySignIn(o) : ''}
@@ -288,6 +301,39 @@ export function signedInPage(o: { loginPath: string; csrf: string; email: string
 <form method="post" action="${o.loginPath}/sign-out">${hidden('csrf', o.csrf)}\
 <button type="submit" class="secondary">Sign out</button></form>`,
   });
+}
+
+/**
+ * Issue 35: an address at an SSO domain signs in with its organisation's provider; this page says so instead of
+ * a sign-up or a reset by mail, with a button that starts the sign-in there (GET {loginPath}/upstream/:id/start).
+ * It depends on the address's domain only, never on whether the address has an account.
+ */
+export function ssoPage(o: {
+  loginPath: string;
+  title: string;
+  provider: string;
+  startUrl: string;
+  message: string;
+  app?: AppBrand | undefined;
+}): string {
+  return layout({
+    title: o.title,
+    loginPath: o.loginPath,
+    app: o.app,
+    body: html`<h1>${o.title}</h1>
+<p role="status" id="sso-note">Your organisation signs you in with ${o.provider}. ${o.message}</p>
+${startForm(o.startUrl, `Continue with ${o.provider}`)}
+<p><a href="${o.loginPath}/sign-in">Back to sign in</a></p>`,
+  });
+}
+
+/** A button that GETs a start address (a form of its query's fields: it works without JavaScript). */
+function startForm(startUrl: string, label: string): Html {
+  const url = new URL(startUrl, 'http://login.invalid');
+  const fields = [...url.searchParams].map(([name, value]) => hidden(name, value));
+  return html`<form method="get" action="${url.pathname}" id="sso-continue">${fields}
+<button type="submit">${label}</button>
+</form>`;
 }
 
 export function forgotPasswordPage(o: {

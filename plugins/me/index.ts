@@ -21,6 +21,7 @@ import {
   EmailChangeSchema,
   MeApplicationsSchema,
   MeExportSchema,
+  MeIdentitiesSchema,
   MeProfileSchema,
   MeSessionsSchema,
   PasswordChangeSchema,
@@ -171,6 +172,37 @@ const meApi: FastifyPluginAsyncTypebox<{ config: Config; bodyLimit: number }> = 
       const { user, session: current } = session(request);
       await me().revokeSession(user.id, request.params.id, meta(request));
       if (request.params.id === current.id) await signOut(request, reply);
+      return reply.code(204).send();
+    },
+  );
+
+  // Linked identities (issue 35): list; unlink one (needs a recent authentication, MFA_FRESHNESS, as on the
+  // sign-in methods page; never the last way to sign in). An unlink ends the user's other sessions and mails the
+  // user (services.upstreams.identities).
+  app.get('/identities', { schema: { response: { 200: MeIdentitiesSchema, ...errors } } }, async (request) => ({
+    identities: await app.services.upstreams.identities.listForUser(session(request).user.id),
+  }));
+
+  app.delete(
+    '/identities/:id',
+    {
+      schema: {
+        params: Type.Object({ id: Type.String() }),
+        response: {
+          204: NoContent('unlinked; every other session of the user ended; the user is mailed'),
+          ...errors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { user, session: current } = session(request);
+      if (!app.services.factors.isFresh(current)) {
+        throw new AppError(401, 'REAUTHENTICATION_REQUIRED', 'Sign in again to unlink an identity');
+      }
+      await app.services.upstreams.identities.unlink(user.id, request.params.id, {
+        ip: request.ip,
+        keepSessionId: current.id,
+      });
       return reply.code(204).send();
     },
   );

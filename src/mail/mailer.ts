@@ -203,6 +203,10 @@ export const UNCAPPED_MAIL_KINDS: ReadonlySet<string> = new Set([
   'email-changed',
   'factor-changed',
   'recovery-code-used',
+  // Issue 35: an upstream identity linked or unlinked (by a session of the account, its owner's proof, or an
+  // operator).
+  'upstream-linked',
+  'upstream-unlinked',
 ]);
 
 /**

@@ -96,6 +96,71 @@ export function factorChangedMail(
   };
 }
 
+/** What the mails about a linked identity say (issue 35). */
+export interface UpstreamLinkNotice {
+  /** The provider's name as its button shows it ("GitHub", "Acme"). */
+  provider: string;
+  /** The upstream account's address, when it gave one. */
+  upstreamEmail: string | null;
+  when: Date;
+  ip: string | null;
+  /** An administrator made the change (not the user). */
+  byOperator?: boolean;
+  /** Sessions were signed out: every other one (the user acted in one) or all (an administrator). */
+  sessionsEnded?: 'others' | 'all' | 'none';
+  methodsLink: string;
+  resetLink: string;
+}
+
+function upstreamNotice(
+  to: string,
+  o: UpstreamLinkNotice,
+  linked: boolean,
+): Pick<MailMessage, 'subject' | 'text' | 'html'> {
+  const at = utc(o.when);
+  const account = o.upstreamEmail ? ` account ${o.upstreamEmail}` : ' account';
+  const what = linked
+    ? `a ${o.provider}${account} was linked to the account ${to}: it can now sign in to it`
+    : `the ${o.provider}${account} was unlinked from the account ${to}: it can no longer sign in to it`;
+  const from = o.byOperator
+    ? 'An administrator made this change.'
+    : o.ip
+      ? `The change came from the IP address ${o.ip}.`
+      : '';
+  const ended =
+    o.sessionsEnded === 'all'
+      ? 'Every session was signed out.'
+      : o.sessionsEnded === 'others'
+        ? 'Your other sessions were signed out.'
+        : '';
+  const tail = [from, ended].filter(Boolean).join(' ');
+  const advice = linked
+    ? 'If this was not you, sign in, unlink it on your sign-in methods page and reset your password now'
+    : 'If this was not you, reset your password now and review your sign-in methods page';
+  return {
+    subject: linked ? `${o.provider} was linked to your account` : `${o.provider} was unlinked from your account`,
+    text:
+      `Hello,\n\nat ${at}, ${what}.${tail ? ` ${tail}` : ''}\n\n` + `${advice}:\n\n${o.methodsLink}\n${o.resetLink}\n`,
+    html:
+      html`<p>Hello,</p><p>at ${at}, ${what}.${tail ? ` ${tail}` : ''}</p>`.value +
+      html`<p>${advice}: <a href="${o.methodsLink}">your sign-in methods</a>, `.value +
+      html`<a href="${o.resetLink}">reset your password</a>.</p>`.value,
+  };
+}
+
+/**
+ * An upstream identity was linked to the account (issue 35): which provider, when, from which IP, and what to
+ * do if it was not the user (unlink it, reset the password).
+ */
+export function upstreamLinkedMail(to: string, notice: UpstreamLinkNotice): MailMessage {
+  return { kind: 'upstream-linked', to, ...upstreamNotice(to, notice, true) };
+}
+
+/** An upstream identity was unlinked from the account (issue 35). */
+export function upstreamUnlinkedMail(to: string, notice: UpstreamLinkNotice): MailMessage {
+  return { kind: 'upstream-unlinked', to, ...upstreamNotice(to, notice, false) };
+}
+
 /**
  * A recovery code was used to sign in (issue 34): how many are left, where to manage the sign-in methods, and
  * what to do if it was not the user.

@@ -23,6 +23,7 @@ import type { UserRow } from '../../db/tables.js';
 import type { Config } from '../config.js';
 import { deviceAccount } from '../device-cookie.js';
 import type { AccountUser } from '../domain/user.js';
+import type { UpstreamProvider } from '../domain/upstream.js';
 import { AppError } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { MetricEvents } from '../metrics.js';
@@ -32,6 +33,7 @@ import { newPasswordProblem, type PasswordHasher } from '../passwords.js';
 import { isUniqueViolation } from './db-errors.js';
 import { toAccountUser } from './rows.js';
 import type { SessionService } from './sessions.js';
+import { SsoRequiredError } from '../domain/sso.js';
 
 export interface RequestMeta {
   ip: string | null;
@@ -103,6 +105,11 @@ export function createAccountService(deps: {
   recovery?: { resetLinkFor(user: { id: string }, meta: RequestMeta): Promise<string> };
   /** Whether a sign-in must give a second factor after the password (issue 34); never, without it. */
   factors?: { secondFactorDue(userId: string): Promise<boolean> };
+  /** Enterprise SSO by domain (issue 35, ./upstreams/sso.ts): the provider of an address's domain, the links. */
+  upstreams?: {
+    providers: { ssoFor(email: string): Promise<Pick<UpstreamProvider, 'id' | 'name'> | undefined> };
+    identities: { isLinkedTo(userId: string, providerId: string): Promise<boolean> };
+  };
 }) {
   const { db, config, passwords } = deps;
 
@@ -153,6 +160,11 @@ export function createAccountService(deps: {
       const email = input.email.trim();
       if (!EMAIL.test(email) || email.length > 254)
         problems.push({ field: 'email', message: 'Enter a valid e-mail address' });
+      // An address at an SSO domain (issue 35) gets no password: its organisation's provider signs it in (and
+      // makes its account, if the provider may). Decided by the domain alone: the same answer whether or not
+      // the address has an account.
+      const sso = problems.length ? undefined : await deps.upstreams?.providers.ssoFor(email);
+      if (sso) throw new SsoRequiredError(sso);
       const passwordProblem = newPasswordProblem(input.password);
       if (passwordProblem) problems.push({ field: 'password', message: passwordProblem.message });
       const name = input.name?.trim();
@@ -303,6 +315,19 @@ export function createAccountService(deps: {
         await appendAuditEvent(db, { type: 'user.sign_in_failed', userId: user?.id ?? null, ip: meta.ip });
         deps.events.signInFailed();
         throw INVALID_CREDENTIALS;
+      }
+      // Enterprise SSO (issue 35): an account at an SSO domain that is linked to that domain's provider signs in
+      // there only. Before the link its password still works (it is how the owner proves the account to link
+      // it). Checked after the password, so that the answer to a wrong password is the same, linked or not.
+      const sso = await deps.upstreams?.providers.ssoFor(user.email);
+      if (sso && (await deps.upstreams?.identities.isLinkedTo(user.id, sso.id))) {
+        await appendAuditEvent(db, {
+          type: 'user.sign_in_failed',
+          userId: user.id,
+          ip: meta.ip,
+          detail: { reason: 'sso_required', provider: sso.id },
+        });
+        throw new SsoRequiredError(sso);
       }
       let passwordHash = user.password_hash!;
       if (passwords.needsRehash(passwordHash)) {

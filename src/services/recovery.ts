@@ -47,6 +47,8 @@ export function createRecoveryService(deps: {
   mailer: Mailer;
   log: ServiceLog;
   passwords: Pick<PasswordHasher, 'hash'>;
+  /** Enterprise SSO by domain (issue 35): an address at an SSO domain gets no reset link. */
+  upstreams?: { providers: { ssoFor(email: string): Promise<unknown> } };
 }) {
   const { db, config, log, passwords } = deps;
   const background = new Set<Promise<void>>();
@@ -93,6 +95,13 @@ export function createRecoveryService(deps: {
   }
 
   async function issue(email: string, target: string, meta: RequestMeta) {
+    // Issue 35: an address at an SSO domain signs in with its organisation's provider, not a password: no reset
+    // link (the hosted page sends the person to the provider; the JSON answer stays the spec's, the same for
+    // every address).
+    if (await deps.upstreams?.providers.ssoFor(email)) {
+      log.info('password reset requested for an address at an SSO domain; nothing sent');
+      return;
+    }
     const user = await findUserByEmail(db, email);
     if (!user || user.disabled) {
       log.info('password reset requested for an address without an active account; nothing sent');

@@ -346,6 +346,8 @@ export function createUpstreamFlow(deps: {
       browserSecret: string | undefined;
       /** The user of this browser's session, if any (a link must still be theirs). */
       sessionUserId: string | undefined;
+      /** That session: a link it makes ends the user's other sessions, never this one (as a factor change). */
+      sessionId?: string | undefined;
       meta: Meta;
     }): Promise<UpstreamOutcome> {
       const callbackUrl = new URL(redirectUri(input.providerId));
@@ -416,7 +418,7 @@ export function createUpstreamFlow(deps: {
           subject: identity.subject,
           email: identity.email,
         };
-        const id = await identities.link(link, actor);
+        const id = await identities.link(link, { ...actor, keepSessionId: input.sessionId });
         await saveTokens(provider, { id }, identity.tokens);
         return { kind: 'linked', userId: flow.user_id, ...where };
       }

@@ -3,6 +3,7 @@
 // sign in a linked user, create an account just in time, or wait for an existing account's owner to prove it).
 import type { Db } from '../../../db/create-db.js';
 import type { Config } from '../../config.js';
+import type { Mailer } from '../../mail/mailer.js';
 import type { FactorService } from '../factors/index.js';
 import type { SessionService } from '../sessions.js';
 import { createUpstreamFlow, type UpstreamFlow } from './flow.js';
@@ -19,7 +20,8 @@ export interface UpstreamService {
 export function createUpstreamService(deps: {
   db: Db;
   config: Pick<Config, 'secretKey' | 'loginUrl'>;
-  factors: Pick<FactorService, 'summary' | 'secondFactorDue'>;
+  mailer: Pick<Mailer, 'sendInBackground'>;
+  factors: Pick<FactorService, 'summary' | 'recordChange' | 'secondFactorDue'>;
   sessions: Pick<SessionService, 'signedIn'>;
 }): UpstreamService {
   const providers = createUpstreamProviderStore(deps);
