@@ -14,7 +14,7 @@ export interface UpstreamService {
 
 export function createUpstreamService(deps: {
   db: Db;
-  config: Pick<Config, 'secretKey'>;
+  config: Pick<Config, 'secretKey' | 'loginUrl'>;
   factors: Pick<FactorService, 'summary'>;
 }): UpstreamService {
   return {
