@@ -41,7 +41,9 @@ const Mapping = Type.Record(Type.String({ maxLength: 64 }), Type.String({ minLen
 });
 
 const SettingFields = {
-  kind: Type.Optional(Type.Enum([...UPSTREAM_KINDS], { description: 'oidc (an issuer, ID tokens) or oauth2' })),
+  kind: Type.Optional(
+    Type.Enum([...UPSTREAM_KINDS], { description: 'oidc (an issuer, ID tokens; the default) or oauth2' }),
+  ),
   name: Type.Optional(Text(100)),
   logoUrl: Type.Optional(Nullable(Url)),
   issuer: Type.Optional(Nullable(Url)),
@@ -127,8 +129,7 @@ export function settingsOfCreate(input: UpstreamProviderCreate): {
   const problems: FieldProblem[] = [];
   const id = input.id ?? input.preset;
   if (id === undefined) problems.push({ field: 'id', message: 'is required (a slug such as "google" or "acme")' });
-  const kind = input.kind ?? preset?.kind;
-  if (kind === undefined) problems.push({ field: 'kind', message: 'is required: oidc or oauth2 (or give a preset)' });
+  const kind = input.kind ?? preset?.kind ?? 'oidc';
   if (preset && input.kind !== undefined && input.kind !== preset.kind) {
     problems.push({ field: 'kind', message: `the ${input.preset} preset is an ${preset.kind} provider` });
   }
@@ -137,7 +138,7 @@ export function settingsOfCreate(input: UpstreamProviderCreate): {
   if (input.clientId === undefined) {
     problems.push({ field: 'clientId', message: 'is required: the client id the upstream gave this provider' });
   }
-  const resolvedKind: UpstreamKind = kind ?? 'oidc';
+  const resolvedKind: UpstreamKind = kind;
   const settings: UpstreamSettings = {
     id: id ?? '',
     kind: resolvedKind,
