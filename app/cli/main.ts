@@ -27,7 +27,7 @@ Commands:
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete, secret
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
   upstreams <subcommand> sign in with another provider: list, add, show, update, remove, rotate-key
-  seed FILE              create the applications and users a seed file declares (idempotent; --dry-run)
+  seed FILE              create the applications, users and upstreams a seed file declares (idempotent)
   keys <subcommand>      signing keys: list, rotate, retire
   admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default

@@ -41,7 +41,6 @@ import {
 import { AppError, conflict, notFound, validationError } from '../../errors.js';
 import { seal, unseal } from '../../oauth/seal.js';
 import { assertSchema } from '../../validate.js';
-import { isUniqueViolation } from '../db-errors.js';
 import type { FactorService } from '../factors/index.js';
 
 const SECRET_PURPOSE = 'upstream client secret';
@@ -284,7 +283,8 @@ export function createUpstreamProviderStore(deps: {
           });
         });
       } catch (error) {
-        if (isUniqueViolation(error)) {
+        // 23505, a unique violation: the same id created at the same moment.
+        if ((error as { code?: unknown } | null)?.code === '23505') {
           throw conflict('UPSTREAM_EXISTS', `an upstream provider with id "${id}" exists already`);
         }
         throw error;
@@ -396,3 +396,11 @@ export function createUpstreamProviderStore(deps: {
 }
 
 export type UpstreamProviderStore = ReturnType<typeof createUpstreamProviderStore>;
+
+/** A store over another handle (the seed's transaction), for SEED_FILE; sealing needs SECRET_KEY resolved. */
+export function upstreamStoreFor(config: Pick<Config, 'secretKey' | 'loginUrl'>) {
+  return (db: Db) => {
+    if (!config.secretKey) throw new Error('SECRET_KEY is not resolved: upstream secrets cannot be sealed');
+    return createUpstreamProviderStore({ db, config });
+  };
+}
