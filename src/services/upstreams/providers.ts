@@ -342,6 +342,14 @@ export function createUpstreamProviderStore(deps: {
     async rotateKey(id: string, context = SYSTEM): Promise<UpstreamProvider> {
       return this.update(id, { rotateKey: true }, context);
     },
+    /** What removing the provider would take (the admin web's confirmation): its links, the users left stranded. */
+    async removalImpact(id: string): Promise<UpstreamRemoval> {
+      await getOr404(id);
+      return {
+        identitiesRemoved: (await listUpstreamIdentitiesOfProvider(db, id)).length,
+        usersLeftWithoutSignIn: await usersOnlyThrough(db, id),
+      };
+    },
     /**
      * Removes a provider, and with it (the foreign key cascades) every identity linked through it and its round
      * trips in flight. Refused (409 UPSTREAM_IN_USE) when some user would be left with no way to sign in (no
