@@ -16,6 +16,13 @@ import {
   type ApplicationCreate,
 } from './domain/application.js';
 import { UserCreateSchema, userProblems, type UserCreate } from './domain/user.js';
+import {
+  secretInputProblems,
+  settingsOfCreate,
+  upstreamProblems,
+  UpstreamProviderCreateSchema,
+  type UpstreamProviderCreate,
+} from './domain/upstream-config.js';
 import { AppError, type FieldProblem } from './errors.js';
 import { isCommonPassword } from './passwords.js';
 import { schemaProblems } from './validate.js';
@@ -64,11 +71,22 @@ export interface SeedUser {
   replace: boolean;
 }
 
+/** An upstream identity provider (issue 35): the admin API's create body, the secret from clientSecretEnv. */
+export interface SeedUpstream {
+  entry: string;
+  /** The fields the file gives (the secret read from the environment, never from the file). */
+  input: UpstreamProviderCreate & { id: string };
+  /** The fields the file gives or its preset fills: what an existing provider is compared on. */
+  given: string[];
+}
+
 export interface SeedPlan {
   /** As messages name it: relative to the working directory when under it. */
   file: string;
   applications: SeedApplication[];
   users: SeedUser[];
+  /** Absent in plans made before issue 35 (tests build plans by hand): none. */
+  upstreams?: SeedUpstream[];
 }
 
 const Replace = Type.Optional(
@@ -101,7 +119,19 @@ const SeedApplicationSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const FILE_FIELDS = ['applications', 'users'];
+/**
+ * An upstream provider entry: the admin API's create body (a preset, or the fields of an OpenID Connect or OAuth 2.0
+ * provider) with the secret from the environment variable clientSecretEnv names.
+ */
+const SeedUpstreamSchema = Type.Object(
+  {
+    ...Type.Omit(UpstreamProviderCreateSchema, ['clientSecret']).properties,
+    clientSecretEnv: Type.Optional(EnvName('the environment variable that holds the client secret')),
+  },
+  { additionalProperties: false },
+);
+
+const FILE_FIELDS = ['applications', 'users', 'upstreams'];
 
 /** `redirectUris.0` (the schema checker's path) as a reader writes it: `redirectUris[0]`. */
 const fieldPath = (field: string) => field.replace(/\.(\d+)(?=\.|$)/g, '[$1]');
@@ -131,8 +161,8 @@ function knownFields(value: unknown, properties: object): unknown {
   return Object.fromEntries(Object.entries(value).filter(([key]) => Object.hasOwn(properties, key)));
 }
 
-function entryName(kind: 'applications' | 'users', i: number, value: unknown): string {
-  const key = kind === 'applications' ? 'clientId' : 'email';
+function entryName(kind: 'applications' | 'users' | 'upstreams', i: number, value: unknown): string {
+  const key = kind === 'applications' ? 'clientId' : kind === 'users' ? 'email' : 'id';
   const id = (value as Record<string, unknown> | null)?.[key];
   return typeof id === 'string' ? `${kind}[${i}] (${key} ${JSON.stringify(id)})` : `${kind}[${i}]`;
 }
@@ -280,21 +310,91 @@ function checkUsers(list: unknown[], env: Record<string, string | undefined>, pr
   });
 }
 
+function checkUpstreams(
+  list: unknown[],
+  env: Record<string, string | undefined>,
+  problems: SeedProblem[],
+): SeedUpstream[] {
+  const seen = new Map<string, string>();
+  return list.map((value, i) => {
+    const entry = entryName('upstreams', i, value);
+    const raw = (value ?? {}) as Record<string, unknown>;
+    if (typeof value === 'object' && value !== null && 'clientSecret' in raw) {
+      problems.push({
+        entry,
+        field: 'clientSecret',
+        message:
+          'a literal client secret is not accepted in a seed file: put it in an environment variable and ' +
+          'name that variable in "clientSecretEnv"',
+      });
+    }
+    const { clientSecret: _literal, ...rest } = raw;
+    problems.push(...toSeedProblems(entry, schemaProblems(SeedUpstreamSchema, rest)));
+    const known = knownFields(rest, SeedUpstreamSchema.properties);
+    const { clientSecretEnv, ...fields } = known as UpstreamProviderCreate & { clientSecretEnv?: string };
+    const input = { ...fields } as UpstreamProviderCreate & { id: string };
+    if (schemaProblems(SeedUpstreamSchema, known).length === 0) {
+      if (clientSecretEnv !== undefined) {
+        const secret = env[clientSecretEnv];
+        if (!secret)
+          problems.push({
+            entry,
+            field: 'clientSecretEnv',
+            message: `environment variable ${clientSecretEnv} is not set`,
+          });
+        else input.clientSecret = secret;
+      }
+      const { settings, problems: missing } = settingsOfCreate(input);
+      input.id = settings.id;
+      const rules = [...missing, ...upstreamProblems(settings), ...secretInputProblems(settings.clientAuth, input)];
+      // The secret comes from clientSecretEnv: name that field, not clientSecret.
+      for (const p of rules) {
+        const field = p.field === 'clientSecret' ? 'clientSecretEnv' : p.field;
+        const message =
+          p.field === 'clientSecret' && clientSecretEnv === undefined
+            ? `${p.message}: name the environment variable that holds it in "clientSecretEnv"`
+            : p.message;
+        problems.push(...toSeedProblems(entry, [{ field, message }]));
+      }
+      const first = seen.get(settings.id);
+      if (first) problems.push({ entry, field: 'id', message: `the same provider id as ${first}` });
+      else seen.set(settings.id, `upstreams[${i}]`);
+    }
+    const presetKeys = input.preset
+      ? [
+          'kind',
+          'name',
+          'authorizationEndpoint',
+          'tokenEndpoint',
+          'userinfoEndpoint',
+          'emailsEndpoint',
+          'clientAuth',
+        ].concat(['scopes', 'mapping', 'trustEmailVerified'])
+      : [];
+    const given = [...new Set([...Object.keys(fields).filter((k) => k !== 'id' && k !== 'preset'), ...presetKeys])];
+    return { entry, input, given };
+  });
+}
+
 /** Checks a parsed seed file; throws a SeedError listing every problem. */
 export function parseSeed(json: unknown, file: string, env: Record<string, string | undefined>): SeedPlan {
   if (!json || typeof json !== 'object' || Array.isArray(json)) {
     throw new SeedError(file, [
-      { entry: '', field: '', message: 'must be a JSON object { "applications": [...], "users": [...] }' },
+      {
+        entry: '',
+        field: '',
+        message: 'must be a JSON object { "applications": [...], "users": [...], "upstreams": [...] }',
+      },
     ]);
   }
   const problems: SeedProblem[] = [];
   const top = json as Record<string, unknown>;
   for (const key of Object.keys(top)) {
     if (!FILE_FIELDS.includes(key)) {
-      problems.push({ entry: '', field: key, message: 'is not a known field (applications, users)' });
+      problems.push({ entry: '', field: key, message: 'is not a known field (applications, users, upstreams)' });
     }
   }
-  const listOf = (key: 'applications' | 'users'): unknown[] => {
+  const listOf = (key: 'applications' | 'users' | 'upstreams'): unknown[] => {
     const value = top[key];
     if (value === undefined) return [];
     if (Array.isArray(value)) return value;
@@ -303,8 +403,9 @@ export function parseSeed(json: unknown, file: string, env: Record<string, strin
   };
   const applications = checkApplications(listOf('applications'), env, problems);
   const users = checkUsers(listOf('users'), env, problems);
+  const upstreams = checkUpstreams(listOf('upstreams'), env, problems);
   if (problems.length) throw new SeedError(file, problems);
-  return { file, applications, users };
+  return { file, applications, users, upstreams };
 }
 
 /** How a path appears in messages: relative to the working directory when it lies under it. */

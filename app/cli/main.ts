@@ -12,6 +12,7 @@ import { keysCommand } from '../../src/cli/keys.js';
 import { migrateCommand } from '../../src/cli/migrate.js';
 import { seedCommand } from '../../src/cli/seed.js';
 import { serveCommand } from './serve.js';
+import { upstreamsCommand } from '../../src/cli/upstreams.js';
 import { usersCommand } from '../../src/cli/users.js';
 
 export type { Io } from '../../src/cli/io.js';
@@ -25,7 +26,8 @@ Commands:
   migrate                apply pending database migrations (--status to list them)
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete, secret
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
-  seed FILE              create the applications and users a seed file declares (idempotent; --dry-run)
+  upstreams <subcommand> sign in with another provider: list, add, show, update, remove, rotate-key
+  seed FILE              create the applications, users and upstreams a seed file declares (idempotent)
   keys <subcommand>      signing keys: list, rotate, retire
   admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default
@@ -54,6 +56,7 @@ const COMMANDS = new Map<string, Command>([
   ['migrate', migrateCommand],
   ['apps', withSubcommand('apps', appsCommand)],
   ['users', withSubcommand('users', usersCommand)],
+  ['upstreams', withSubcommand('upstreams', upstreamsCommand)],
   ['keys', withSubcommand('keys', keysCommand)],
   ['admin', withSubcommand('admin', adminCommand)],
   ['seed', seedCommand],

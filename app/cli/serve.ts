@@ -5,7 +5,8 @@ import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase }
 import { createPasswordHasher, type PasswordHasher } from '../../src/passwords.js';
 import { resolveSecretKey } from '../../src/secret-key.js';
 import { loadSeedFile, type SeedPlan } from '../../src/seed.js';
-import { applySeed, describeOutcome } from '../../src/services/seed.js';
+import { applySeed, describeOutcome, type SeedUpstreamStore } from '../../src/services/seed.js';
+import { upstreamStoreFor } from '../../src/services/upstreams/providers.js';
 import type { StaticApplications } from '../../src/services/applications.js';
 import { loadStaticApplications } from '../../src/static-applications.js';
 import { noArguments, parse } from '../../src/cli/args.js';
@@ -24,10 +25,15 @@ listening (see idp seed --help); DATA_DIR=:memory: keeps the embedded database i
 /** SEED_FILE, applied once (by the primary when there are workers); a bad file stops the start. */
 async function seed(
   plan: SeedPlan,
-  { db, staticApplications, passwords }: { db: Db; staticApplications: StaticApplications; passwords: PasswordHasher },
+  deps: {
+    db: Db;
+    staticApplications: StaticApplications;
+    passwords: PasswordHasher;
+    upstreams: (db: Db) => SeedUpstreamStore;
+  },
   say: (line: string) => void,
 ) {
-  const outcomes = await applySeed({ db, staticApplications, passwords }, plan, { actor: 'seed' });
+  const outcomes = await applySeed(deps, plan, { actor: 'seed' });
   for (const o of outcomes) if (o.action !== 'unchanged') say(`seed: ${describeOutcome(o)}`);
   say(`seed file ${plan.file} applied: ${summarize(outcomes)}`);
 }
@@ -51,7 +57,8 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
       plan &&
       ((db: Db) => {
         const staticApplications = loadStaticApplications(config.staticApplicationsFile);
-        return seed(plan, { db, staticApplications, passwords: createPasswordHasher(config.passwordHash) }, io.out);
+        const passwords = createPasswordHasher(config.passwordHash);
+        return seed(plan, { db, staticApplications, passwords, upstreams: upstreamStoreFor(config) }, io.out);
       });
     return runPrimary(config, io, beforeFork);
   }
@@ -63,9 +70,8 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
     (async (app: FastifyInstance) => {
       try {
         const { db, staticApplications, services } = app;
-        await seed(plan, { db, staticApplications, passwords: services.passwords }, (line) =>
-          app.log.info({ seedFile: plan.file }, line),
-        );
+        const deps = { db, staticApplications, passwords: services.passwords, upstreams: upstreamStoreFor(config) };
+        await seed(plan, deps, (line) => app.log.info({ seedFile: plan.file }, line));
       } catch (error) {
         await app.database.close(); // the app never became ready: nothing else closes it
         throw error;

@@ -71,6 +71,17 @@ export async function listUpstreamIdentitiesOfUser(db: Db, userId: string): Prom
     .execute();
 }
 
+/** Every identity linked through a provider (what removing the provider takes with it). */
+export async function listUpstreamIdentitiesOfProvider(db: Db, providerId: string): Promise<UpstreamIdentityRow[]> {
+  return db
+    .selectFrom('upstream_identities')
+    .selectAll()
+    .where('provider_id', '=', providerId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 /** Inserts a link; false when (provider, subject) is linked already (to anyone). */
 export async function insertUpstreamIdentity(db: Db, row: Insertable<UpstreamIdentitiesTable>): Promise<boolean> {
   const inserted = await db

@@ -38,6 +38,8 @@ const NOTICES: Record<string, string> = {
   'secret-revoked': 'Client secret revoked: it no longer authenticates.',
   'factor-removed': 'Second factor removed; every session of this user ended and the user was told by mail.',
   'factors-reset': 'Every second factor removed; every session of this user ended and the user was told by mail.',
+  'key-rotated': 'New key made: register the public key below at the provider; the old one no longer signs.',
+  unlinked: 'Identity unlinked: it no longer signs in to this account.',
 };
 
 export const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);

@@ -1,4 +1,5 @@
-// The admin web under ADMIN_URL's path: applications, users, signing keys, audit log, and the first-admin
+// The admin web under ADMIN_URL's path: applications, users, sign-in providers, signing keys, audit log, and the
+// first-admin
 // setup link. Server-rendered, no JavaScript, CSRF on every form, the hosted pages' security headers.
 // Access: a hosted-login session of a user with the admin role (signed-out visitors go to sign-in and
 // come back; others get 403). Dangerous actions (delete, rotate) need a password entered within
@@ -16,6 +17,7 @@ import { registerFactorRoutes } from './factors.js';
 import { createAdminContext, first, Form } from './context.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerSetupRoutes } from './setup.js';
+import { registerUpstreamRoutes } from './upstreams.js';
 import { registerUserRoutes } from './users.js';
 import * as views from './views.js';
 
@@ -53,6 +55,7 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
   registerApplicationRoutes(context);
   registerUserRoutes(context);
   registerFactorRoutes(context);
+  registerUpstreamRoutes(context);
   registerKeyRoutes(context);
   registerAuditRoutes(context);
 };

@@ -24,12 +24,16 @@ export function registerUserRoutes({ app, adminPath, page, see, requireAdmin, re
     const admin = await requireAdmin(request, reply);
     if (!admin) return reply;
     const user = await users.get(request.params.id);
-    const [sessions, grants, factors] = await Promise.all([
+    const [sessions, grants, factors, linked] = await Promise.all([
       access.listSessions(user.id),
       access.listGrants(user.id),
       app.services.factors.list(user.id),
+      app.services.upstreams.identities.listForUser(user.id),
     ]);
-    const sections = [views.factorSection(admin.frame, user.id, factors)];
+    const sections = [
+      views.factorSection(admin.frame, user.id, factors),
+      views.identitySection(admin.frame, user.id, linked),
+    ];
     return page(reply, views.userView(admin.frame, { user, sessions, grants, sections }));
   });
 

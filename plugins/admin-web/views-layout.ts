@@ -93,7 +93,7 @@ export function layout(
     body: html`${
       f
         ? html`<header class="top"><strong>idp admin</strong><nav class="row">\
-${nav('applications', 'Applications')}${nav('users', 'Users')}\
+${nav('applications', 'Applications')}${nav('users', 'Users')}${nav('upstreams', 'Sign-in providers')}\
 ${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
 <span class="who">${f.email}</span>\
 ${postButton({ action: `${f.adminPath}/sign-out`, csrf: f.csrf, label: 'Sign out' })}</header>`

@@ -14,6 +14,15 @@ export {
 } from './views-applications.js';
 export { userList, userView } from './views-users.js';
 export { factorLabel, factorSection } from './views-factors.js';
+export {
+  formFromUpstream,
+  identitySection,
+  newUpstreamForm,
+  type UpstreamForm,
+  upstreamForm,
+  upstreamList,
+  upstreamView,
+} from './views-upstreams.js';
 export { keysPage } from './views-keys.js';
 export { auditPage } from './views-audit.js';
 export { messagePage, setupPage } from './views-setup.js';

@@ -50,6 +50,22 @@ const FLAGS: Record<string, string> = {
   familyName: '--family-name',
   picture: '--picture',
   permissions: '--permission',
+  // Upstream providers (idp upstreams).
+  id: '--id',
+  kind: '--kind',
+  logoUrl: '--logo-url',
+  issuer: '--issuer',
+  authorizationEndpoint: '--authorization-endpoint',
+  tokenEndpoint: '--token-endpoint',
+  userinfoEndpoint: '--userinfo-endpoint',
+  emailsEndpoint: '--emails-endpoint',
+  clientSecret: 'the client secret',
+  clientAuth: '--client-auth',
+  scopes: '--scope',
+  mapping: '--map',
+  allowedDomains: '--allowed-domain',
+  ssoDomains: '--sso-domain',
+  rotateKey: 'rotate-key',
 };
 
 /** `redirectUris.0` → `--redirect-uri #1`; a field the CLI has no flag for keeps its name. */

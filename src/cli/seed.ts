@@ -2,6 +2,8 @@ import { resolve } from 'node:path';
 import { refuseInMemory } from '../database.js';
 import { createPasswordHasher } from '../passwords.js';
 import { loadSeedFile } from '../seed.js';
+import { resolveSecretKey } from '../secret-key.js';
+import { upstreamStoreFor } from '../services/upstreams/providers.js';
 import { applySeed, describeOutcome, type SeedOutcome } from '../services/seed.js';
 import { loadStaticApplications } from '../static-applications.js';
 import { one, parse } from './args.js';
@@ -10,7 +12,7 @@ import type { Io } from './io.js';
 
 export const SEED_HELP = `Usage: idp seed FILE [--dry-run] [--json]
 
-Creates the applications and users a JSON seed file declares, in one transaction (a bad entry
+Creates the applications, users and upstream providers a JSON seed file declares, in one transaction (a bad entry
 changes nothing). Idempotent: an entry that exists and matches is left alone; one that differs in a
 field the file gives is updated to the file. A user's password comes from the environment variable
 its "passwordEnv" names, and is set only when the user is created or has none. The seed takes over
@@ -18,7 +20,8 @@ no user or application it did not create: such an entry stops the seed with an e
 unless the entry says "replace": true (then the file's fields and password are set and every
 session and token of the account is revoked; once, after which the row is the seed's).
 A client_secret_basic/post application's secret comes from the variable its "clientSecretEnv" names
-(never from the file); a re-seed replaces the stored secret only when the variable's differs.
+(never from the file); a re-seed replaces the stored secret only when the variable's differs. So does an
+upstream provider's ("upstreams": the admin API's fields, "preset": "github", "clientSecretEnv").
   --dry-run   check the file and print what would change, without writing anything
 The server applies the same file at every start with SEED_FILE=FILE (see the README, "Seed file").`;
 
@@ -35,19 +38,29 @@ export async function seedCommand(rest: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(rest, { 'dry-run': { type: 'boolean' } });
   if (values.help) return io.out(SEED_HELP);
   const path = one(positionals, 'seed file');
-  const config = loadCliConfig(io);
+  let config = loadCliConfig(io);
   refuseInMemory(config, 'idp seed');
   // Checked before the database is opened (and locked, and migrated).
   const plan = loadSeedFile(resolve(path), io.env);
+  // Upstream secrets and keys are sealed with SECRET_KEY (in development, the key generated into DATA_DIR).
+  if (plan.upstreams?.length) config = resolveSecretKey(config, { warn: () => {} });
   const staticApplications = loadStaticApplications(config.staticApplicationsFile);
   const dryRun = Boolean(values['dry-run']);
   const outcomes = await withDatabase(
     config,
     'idp seed',
     ({ db }) =>
-      applySeed({ db, staticApplications, passwords: createPasswordHasher(config.passwordHash) }, plan, actor(), {
-        dryRun,
-      }),
+      applySeed(
+        {
+          db,
+          staticApplications,
+          passwords: createPasswordHasher(config.passwordHash),
+          upstreams: upstreamStoreFor(config),
+        },
+        plan,
+        actor(),
+        { dryRun },
+      ),
     io,
   );
   if (values.json) {

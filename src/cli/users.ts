@@ -22,6 +22,8 @@ export const USERS_HELP = `Usage: idp users <create|list|show|update|enable|disa
                                                       recovery codes), or remove one (a passkey id, totp or
                                                       recovery-codes)
   reset-factors <id or e-mail> --yes                  remove every second factor of a user who lost them
+  identities <id or e-mail> [--unlink ID]             list the identities linked at upstream providers, or
+                                                      unlink one (never the last way to sign in)
   (removing factors ends every session of the user, mails the user and is audited)
 
 Options for create and update:
@@ -59,6 +61,7 @@ const SUBCOMMAND_OPTIONS = new Map<string | undefined, Options>([
   ['sessions', { revoke: { type: 'boolean' }, session: { type: 'string' } }],
   ['grants', { revoke: { type: 'boolean' }, grant: { type: 'string' } }],
   ['factors', { remove: { type: 'string' } }],
+  ['identities', { unlink: { type: 'string' } }],
 ]);
 
 function describeUser(u: User): string {
@@ -126,6 +129,7 @@ export async function usersCommand(sub: string | undefined, rest: string[], io: 
   if (values.help || !sub) return io.out(USERS_HELP);
   if (sub === 'sessions' || sub === 'grants') return userAccessCommand(sub, values, positionals, io);
   if (sub === 'factors' || sub === 'reset-factors') return userFactorsCommand(sub, values, positionals, io);
+  if (sub === 'identities') return userIdentitiesCommand(values, positionals, io);
   checkRecordSubcommand(USERS, sub);
 
   const password = passwordOf(values, io);
@@ -253,6 +257,35 @@ async function userFactorsCommand(
                 : 'device-bound'
               : '-',
         ],
+      },
+    );
+  });
+}
+
+/**
+ * `idp users identities <user> [--unlink ID]` (issue 35): the identities linked at upstream providers. Unlinking keeps
+ * the last-method rule (a user with no password, passkey or other link keeps it: set a password first).
+ */
+async function userIdentitiesCommand(values: Values, positionals: string[], io: Io): Promise<void> {
+  const ref = one(positionals, 'user id or e-mail');
+  const unlink = values.unlink as string | undefined;
+  if (unlink === '') throw new UsageError('--unlink needs an identity id (see idp users identities <user>)');
+  const json = Boolean(values.json);
+  const config = loadCliConfig(io);
+  await withServices(config, 'idp users identities', io, async ({ users, upstreams }) => {
+    const user = await users.get(ref);
+    if (unlink) {
+      await upstreams.identities.unlink(user.id, unlink, { ip: null, actor: actor().actor });
+      return io.out(json ? JSON.stringify({ unlinked: unlink }) : `Unlinked identity ${unlink} of ${user.email}`);
+    }
+    printList(
+      io,
+      json,
+      { items: await upstreams.identities.listForUser(user.id) },
+      {
+        empty: 'No linked identities.',
+        header: ['ID', 'PROVIDER', 'SUBJECT', 'E-MAIL', 'LINKED', 'LAST USED'],
+        row: (i) => [i.id, i.providerId, i.subject, i.email ?? '-', i.createdAt, i.lastUsedAt ?? '-'],
       },
     );
   });

@@ -26,6 +26,12 @@ import { hashToken } from '../oauth/tokens.js';
 import { DEFAULT_ALLOWED_SCOPES } from '../oauth/scopes.js';
 import { DEFAULT_GRANT_TYPES, type Application, type ApplicationCreate } from '../domain/application.js';
 import type { User, UserCreate } from '../domain/user.js';
+import {
+  settingsOfCreate,
+  type UpstreamProviderCreate,
+  type UpstreamProviderUpdate,
+} from '../domain/upstream-config.js';
+import type { UpstreamProvider } from '../domain/upstream.js';
 import type { PasswordHasher } from '../passwords.js';
 import { SeedError, type SeedPlan, type SeedProblem } from '../seed.js';
 import { createApplicationService, type ActorContext, type StaticApplications } from './applications.js';
@@ -34,14 +40,22 @@ import { toUser } from './rows.js';
 import { createUserService } from './users.js';
 
 export interface SeedOutcome {
-  type: 'application' | 'user';
-  /** The client id, or the e-mail address. */
+  type: 'application' | 'user' | 'upstream';
+  /** The client id, the e-mail address, or the upstream provider's id. */
   key: string;
   /** The user's id. */
   id?: string;
   action: 'created' | 'updated' | 'replaced' | 'unchanged';
   /** For updated and replaced: the fields set to the file's values. */
   fields: string[];
+}
+
+/** What the seed needs of the upstream provider store (src/services/upstreams/providers.ts). */
+export interface SeedUpstreamStore {
+  get(id: string): Promise<UpstreamProvider | undefined>;
+  credentials(id: string): Promise<{ clientSecret: string | null } | undefined>;
+  create(input: UpstreamProviderCreate, context: ActorContext): Promise<unknown>;
+  update(id: string, input: UpstreamProviderUpdate, context: ActorContext): Promise<unknown>;
 }
 
 export interface SeedOptions {
@@ -124,7 +138,16 @@ const takeoverMessage = (what: string, origin: string, then: string, key: string
   `this entry (${then}), add "replace": true to the entry; otherwise remove the entry or change its ${key}.`;
 
 export async function applySeed(
-  deps: { db: Db; staticApplications: StaticApplications; passwords: Pick<PasswordHasher, 'hash'> },
+  deps: {
+    db: Db;
+    staticApplications: StaticApplications;
+    passwords: Pick<PasswordHasher, 'hash'>;
+    /**
+     * The upstream provider store over the seed's transaction (createUpstreamProviderStore, which seals with
+     * SECRET_KEY): needed when the file has upstreams. Handed in: services/upstreams sits above this module.
+     */
+    upstreams?: ((db: Db) => SeedUpstreamStore) | undefined;
+  },
   plan: SeedPlan,
   context: ActorContext,
   options: SeedOptions = {},
@@ -270,9 +293,57 @@ export async function applySeed(
       const action = fields.length ? 'updated' : 'unchanged';
       outcomes.push({ type: 'user', key: current.email, id: current.id, action, fields });
     }
+
+    await seedUpstreams(db, plan, deps, context, options, outcomes);
   };
   await deps.db.transaction().execute(run);
   return outcomes;
+}
+
+/**
+ * The file's upstream providers (issue 35), by id: a missing one is created (a private_key_jwt one gets its key);
+ * an existing one is updated in the fields the file gives (or its preset fills) that differ, and its secret when
+ * the variable's differs from the stored one. The seed owns the ids it lists: a provider an operator made with
+ * such an id becomes the file's. Validated, sealed and audited by the provider store, as the admin API does.
+ */
+async function seedUpstreams(
+  db: Db,
+  plan: SeedPlan,
+  deps: { upstreams?: ((db: Db) => SeedUpstreamStore) | undefined },
+  context: ActorContext,
+  options: SeedOptions,
+  outcomes: SeedOutcome[],
+): Promise<void> {
+  const list = plan.upstreams ?? [];
+  if (list.length === 0) return;
+  if (!deps.upstreams) throw new Error('applySeed: the file has upstreams, and no upstream store was given');
+  const providers = deps.upstreams(db);
+  for (const { input, given } of list) {
+    const { settings } = settingsOfCreate(input);
+    const current = await providers.get(input.id);
+    if (!current) {
+      if (!options.dryRun) await providers.create(input, context);
+      outcomes.push({ type: 'upstream', key: input.id, action: 'created', fields: [] });
+      continue;
+    }
+    const fields = given.filter(
+      (k) => k !== 'clientSecret' && !same(current[k as keyof typeof current], settings[k as keyof typeof settings]),
+    );
+    const secretChanged =
+      typeof input.clientSecret === 'string' &&
+      settings.clientAuth !== 'private_key_jwt' &&
+      (await providers.credentials(input.id))?.clientSecret !== input.clientSecret;
+    if ((fields.length || secretChanged) && !options.dryRun) {
+      const update = Object.fromEntries(fields.map((k) => [k, settings[k as keyof typeof settings]]));
+      await providers.update(
+        input.id,
+        { ...update, ...(secretChanged && { clientSecret: input.clientSecret as string }) },
+        context,
+      );
+    }
+    const all = secretChanged ? [...fields, 'clientSecret'] : fields;
+    outcomes.push({ type: 'upstream', key: input.id, action: all.length ? 'updated' : 'unchanged', fields: all });
+  }
 }
 
 /**

@@ -354,6 +354,7 @@ const PARAMS: Record<string, fc.Arbitrary<string>> = {
   secretId: fc.oneof(fc.constant('cs_AAAAAAAAAAAAAAAA'), urlPart),
   factorId: fc.oneof(fc.constant('totp'), fc.constant('recovery-codes'), urlPart),
   provider: fc.oneof(fc.constant(upstreamId), urlPart),
+  identityId: fc.oneof(fc.constant('00000000-0000-4000-8000-000000000000'), urlPart),
   '*': fc.array(urlPart, { maxLength: 3 }).map((parts) => parts.join('/')),
 };
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;
