@@ -3,9 +3,7 @@
 // and public key to register upstream, gets field-level errors in the words of the flags, rotates a key, lists and
 // unlinks a user's identity, and removes a provider. In-process runs; few commands per test (each opens the database).
 import t from 'tap';
-import { join } from 'node:path';
 import { cliContext, exits, parseJson } from './fixtures/run-cli.js';
-import { createDatabase } from '../../db/create-db.js';
 import { buildTestApp } from '../helpers/app.js';
 import type { UpstreamProviderDetails } from '../../src/domain/upstream-config.js';
 
@@ -95,9 +93,8 @@ t.test('users identities: list and unlink', { timeout: 200_000 }, async (t) => {
   });
   if (!exits(t, created, 0)) return;
   // The provider and the link, made through an app on the same database between runs.
-  const handle = await createDatabase(
-    cli.databaseUrl ? { databaseUrl: cli.databaseUrl, poolSize: 2 } : { dataDir: join(cli.dataDir, 'pglite') },
-  );
+  // The context's own database handle (cli.openDatabase): its in-process runs keep it open.
+  const handle = await cli.openDatabase();
   const { app } = await buildTestApp(
     { teardown: () => {} },
     { database: { ...handle, dispose: () => handle.close() } },

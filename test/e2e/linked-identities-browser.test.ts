@@ -2,7 +2,8 @@
 // on the sign-in methods page, unlinks one (the page says so, the mail arrives, "Link GitHub" is offered again),
 // and an account whose only way to sign in is a link is refused the unlink, with the reason next to it. The page
 // passes axe-core at 1280 and 320 pixels wide. Then home-realm discovery: an address at an SSO domain, the password
-// left empty, goes to its provider's start. Screenshots go to .tap/screenshots/identities-*.png.
+// left empty, goes to its provider (a real one: node-oidc-provider) with the address as login_hint, and comes back
+// signed in to an account made just in time. Screenshots go to .tap/screenshots/identities-*.png.
 import t from 'tap';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { axeViolations, chromiumSkip, launchChromium, scrollWidth } from '../helpers/chromium.js';
 import { startTestServer } from '../helpers/server.js';
+import { startCompanyUpstream } from '../helpers/upstreams.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = join(root, '.tap', 'screenshots');
@@ -17,6 +19,7 @@ const screenshots = join(root, '.tap', 'screenshots');
 t.test('see, unlink and be refused unlinking linked identities', { timeout: 240000, skip: chromiumSkip }, async (t) => {
   const ctx = await startTestServer(t);
   const { app } = ctx;
+  const acme = await startCompanyUpstream(t);
   await app.services.upstreams.providers.create({
     id: 'github',
     kind: 'oauth2',
@@ -31,11 +34,21 @@ t.test('see, unlink and be refused unlinking linked identities', { timeout: 2400
     id: 'acme',
     kind: 'oidc',
     name: 'Acme Workforce',
-    issuer: 'https://id.acme.example',
+    issuer: acme.issuer,
     clientId: 'acme-client',
     clientSecret: 'acme-secret-0123456789',
     ssoDomains: ['acme.example'],
+    allowSignUp: true,
+    trustEmailVerified: true,
   });
+  await acme.register([
+    {
+      client_id: 'acme-client',
+      client_secret: 'acme-secret-0123456789',
+      token_endpoint_auth_method: 'client_secret_basic',
+      redirect_uris: [`${ctx.baseUrl}/login/upstream/acme/callback`],
+    },
+  ]);
   const email = 'ada@example.com';
   const password = 'correct horse battery';
   const ada = await app.services.users.create({ email, password, emailVerified: true }, { actor: 'test' });
@@ -130,9 +143,14 @@ t.test('see, unlink and be refused unlinking linked identities', { timeout: 2400
   await hrd.goto(`${ctx.baseUrl}/login/sign-in`);
   t.equal(await hrd.getByLabel('Password', { exact: false }).getAttribute('required'), null, 'no required password');
   await hrd.getByLabel('E-mail address').fill('grace@acme.example');
+  acme.login({ sub: 'acme-grace', email: 'grace@acme.example', email_verified: true, name: 'Grace' });
+  const atUpstream = hrd.waitForRequest((r) => r.url().startsWith(`${acme.issuer}/`) && r.url().includes('login_hint'));
   await hrd.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await hrd.waitForURL(/\/login\/upstream\/acme\/start\?/);
-  t.equal(new URL(hrd.url()).searchParams.get('login_hint'), 'grace@acme.example');
+  const upstreamUrl = new URL((await atUpstream).url());
+  t.equal(upstreamUrl.searchParams.get('login_hint'), 'grace@acme.example', 'the upstream gets the address');
+  await hrd.waitForURL((url) => url.origin === ctx.baseUrl && !url.pathname.includes('/upstream/'));
+  const grace = await app.services.users.get('grace@acme.example');
+  t.equal((await app.services.upstreams.identities.listForUser(grace.id))[0]?.subject, 'acme-grace', 'linked');
 
   t.same(problems, [], 'no console errors');
 });

@@ -364,14 +364,27 @@ t.test('a disabled user is refused, even with a linked identity', async (t) => {
 });
 
 t.test('a logo shows only from where the pages may load images (https:)', async (t) => {
-  const base = { kind: 'oauth2' as const, clientId: 'x', authorizationEndpoint: 'https://up.example/authorize' };
+  const base = {
+    kind: 'oauth2' as const,
+    clientId: 'x',
+    clientSecret: 'x-secret-0123456789',
+    authorizationEndpoint: 'https://up.example/authorize',
+    tokenEndpoint: 'https://up.example/token',
+    userinfoEndpoint: 'https://up.example/user',
+  };
   await providers.create({ ...base, id: 'logo-https', name: 'Safe Logo', logoUrl: 'https://cdn.example/logo.png' });
-  await providers.create({ ...base, id: 'logo-http', name: 'Plain Logo', logoUrl: 'http://cdn.example/logo.png' });
+  // The admin checks refuse an http logo; a row written by hand (or before those checks) still shows none.
+  await providers.create({ ...base, id: 'logo-http', name: 'Plain Logo' });
+  await db
+    .updateTable('upstream_providers')
+    .set({ logo_url: 'http://cdn.example/logo.png' })
+    .where('id', '=', 'logo-http')
+    .execute();
   await providers.create({ ...base, id: 'off', name: 'Switched Off', enabled: false });
   t.teardown(async () => {
-    await providers.remove('logo-https');
-    await providers.remove('logo-http');
-    await providers.remove('off');
+    await providers.remove('logo-https', { actor: 'test' });
+    await providers.remove('logo-http', { actor: 'test' });
+    await providers.remove('off', { actor: 'test' });
   });
   const page = await new BrowserClient().request(`${login}/sign-in`);
   t.match(
