@@ -232,9 +232,11 @@ export async function startGitHubLike(t: TapLike, client: { clientId: string; cl
     }
     const auth = /^(?:Bearer|token) (.+)$/i.exec(String(req.headers.authorization ?? ''));
     const user = auth ? tokens.get(auth[1]!) : undefined;
-    if (req.method === 'GET' && (url.pathname === '/user' || url.pathname === '/user/emails')) {
+    // GitHub Enterprise Server's API lives under /api/v3 (docs/upstreams.md points the preset there).
+    const api = url.pathname.replace(/^\/api\/v3(?=\/)/, '');
+    if (req.method === 'GET' && (api === '/user' || api === '/user/emails')) {
       if (!user) return json(res, 401, { message: 'Bad credentials' });
-      return json(res, 200, url.pathname === '/user' ? user : state.emails);
+      return json(res, 200, api === '/user' ? user : state.emails);
     }
     return json(res, 404, { message: 'Not Found' });
   });
