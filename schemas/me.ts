@@ -53,7 +53,14 @@ export const PasswordChangeSchema = Type.Object(
 );
 
 export const DeleteAccountSchema = Type.Object(
-  { password: Type.String({ maxLength: 1024 }) },
+  {
+    password: Type.Optional(
+      Type.String({
+        maxLength: 1024,
+        description: 'the current password; an account without one (upstream sign-in) needs a recent sign-in instead',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -132,6 +139,7 @@ export const MeExportSchema = Type.Object(
     passwordResets: Rows,
     emailChanges: Rows,
     auditEvents: Rows,
+    linkedIdentities: Rows,
   },
   {
     additionalProperties: false,

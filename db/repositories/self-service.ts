@@ -119,7 +119,7 @@ export async function renewSessionSecret(db: Db, sessionId: string, tokenHash: s
 
 /** What the data export lists besides the profile: every row about the user, without hashes. */
 export async function exportRows(db: Db, userId: string) {
-  const [sessions, grants, accessTokens, refreshTokens, verifications, resets, audit] = await Promise.all([
+  const [sessions, grants, accessTokens, refreshTokens, verifications, resets, audit, identities] = await Promise.all([
     db
       .selectFrom('sessions')
       .select(['id', 'ip', 'user_agent', 'auth_time', 'created_at', 'last_seen_at', 'expires_at', 'revoked_at'])
@@ -162,8 +162,15 @@ export async function exportRows(db: Db, userId: string) {
       .where('user_id', '=', userId)
       .orderBy('id')
       .execute(),
+    // Linked upstream identities (issue 35), never their stored tokens.
+    db
+      .selectFrom('upstream_identities')
+      .select(['provider_id', 'subject', 'email', 'created_at', 'last_used_at'])
+      .where('user_id', '=', userId)
+      .orderBy('created_at')
+      .execute(),
   ]);
-  return { sessions, grants, accessTokens, refreshTokens, verifications, resets, audit };
+  return { sessions, grants, accessTokens, refreshTokens, verifications, resets, audit, identities };
 }
 
 /**

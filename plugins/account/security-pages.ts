@@ -89,13 +89,18 @@ export function registerSecurityPages(context: AccountContext) {
     const ctx = await signedInPost(request, request.body, reply, '/security');
     if (!ctx) return reply;
     const password = text(request.body, 'password');
+    // An account without a password (issue 35: made by an upstream sign-in) leaves the field empty: a recent
+    // sign-in is its proof (the service says which applies).
     const wrong = missing('delete', [
-      ['password', !password, 'Enter your current password'],
       ['confirm', text(request.body, 'confirm') !== 'yes', 'Tick the box to confirm that you want this'],
     ]);
     if (wrong) return render(request, reply, ctx, { status: 400, errors: wrong });
     try {
-      await me().deleteAccount(ctx.user.id, { password }, meta(request));
+      await me().deleteAccount(
+        ctx.user.id,
+        { password: password || undefined, freshSession: app.services.factors.isFresh(ctx.session) },
+        meta(request),
+      );
     } catch (error) {
       const { status, errors } = refusal(reply, error, 'delete', {
         codes: { INVALID_PASSWORD: 'password' },

@@ -188,6 +188,8 @@ ${errorSummary(o.errors, 'delete', {})}
 <form method="post" action="${action(o.loginPath, '/delete')}" novalidate>
 ${hidden('csrf', o.csrf)}
 ${password('delete', 'password', 'Current password', o.errors)}
+<p class="muted">An account you sign in to only through another provider has no password: leave it empty (you may \
+be asked to sign in again first).</p>
 ${checkbox({
   form: 'delete',
   name: 'confirm',

@@ -222,7 +222,12 @@ const meApi: FastifyPluginAsyncTypebox<{ config: Config; bodyLimit: number }> = 
       },
     },
     async (request, reply) => {
-      await me().deleteAccount(session(request).user.id, request.body, meta(request));
+      const { user, session: current } = session(request);
+      await me().deleteAccount(
+        user.id,
+        { password: request.body.password, freshSession: app.services.factors.isFresh(current) },
+        meta(request),
+      );
       await signOut(request, reply);
       return reply.code(204).send();
     },

@@ -432,3 +432,54 @@ t.test('the link and unlink notices pass the per-recipient cap', async (t) => {
   const unlinked = mailsTo(user.email)[1]!;
   t.match(unlinked.text, 'An administrator made this change. Every session was signed out.');
 });
+
+t.test('an account without a password: its export lists its links, and a recent sign-in deletes it', async (t) => {
+  const fed = await app.services.users.create(
+    { email: 'fed-only@example.com', emailVerified: true },
+    { actor: 'test' },
+  );
+  await link(fed.id, 'github', { email: 'fed@users.github.example' });
+  const { jar, sessionId } = await sessionOf(fed.id, ['fed']);
+
+  const exported = await me('GET', '/export', { jar });
+  t.equal(exported.statusCode, 200);
+  const identities = exported.json().linkedIdentities as Array<Record<string, unknown>>;
+  t.same(
+    identities.map((i) => [i.providerId, i.email]),
+    [['github', 'fed@users.github.example']],
+  );
+  t.notOk(
+    Object.keys(identities[0]!).some((k) => /token/i.test(k)),
+    'never the upstream tokens',
+  );
+
+  // Signed in long ago: no password to give, so a new sign-in is asked for; nothing is deleted.
+  await db
+    .updateTable('sessions')
+    .set({ auth_time: sql`now() - interval '1 hour'` })
+    .where('id', '=', sessionId)
+    .execute();
+  const stale = await me('DELETE', '', { jar, body: {} });
+  t.equal(stale.statusCode, 401);
+  t.equal(stale.json().error, 'REAUTHENTICATION_REQUIRED');
+  t.ok(await app.services.users.get(fed.id), 'still there');
+
+  const fresh = await sessionOf(fed.id, ['fed']);
+  const deleted = await me('DELETE', '', { jar: fresh.jar, body: {} });
+  t.equal(deleted.statusCode, 204, deleted.body);
+  t.equal(
+    (await db.selectFrom('upstream_identities').select('id').where('user_id', '=', fed.id).execute()).length,
+    0,
+    'the link went with the account',
+  );
+});
+
+t.test('an account with a password still gives it to be deleted', async (t) => {
+  const user = await newUser();
+  const { jar } = await sessionOf(user.id);
+  const res = await me('DELETE', '', { jar, body: {} });
+  t.equal(res.statusCode, 400);
+  t.equal(res.json().error, 'VALIDATION_ERROR');
+  t.match(res.json().message, /Enter your current password/);
+  t.ok(await app.services.users.get(user.id), 'still there');
+});

@@ -146,15 +146,34 @@ export function createAccountMethods(
       passwordResets: exported(rows.resets),
       emailChanges: exported(emailChanges),
       auditEvents: exported(rows.audit),
+      linkedIdentities: exported(rows.identities),
     };
   }
 
-  async function deleteAccount(userId: string, input: { password: string }, meta: RequestMeta): Promise<void> {
-    const user = await confirmPassword(deps, userId, String(input.password ?? ''), {
-      field: 'password',
-      purpose: 'account_deletion',
-      meta,
-    });
+  /**
+   * Deletes the account after its password; an account without one (made by a sign-in through an upstream
+   * provider, issue 35) proves itself by a recent sign-in instead (`freshSession`: within MFA_FRESHNESS), else
+   * 401 REAUTHENTICATION_REQUIRED.
+   */
+  async function deleteAccount(
+    userId: string,
+    input: { password?: string | undefined; freshSession?: boolean },
+    meta: RequestMeta,
+  ): Promise<void> {
+    const current = await currentUser(db, userId);
+    let user = current;
+    if (current.password_hash === null) {
+      if (!input.freshSession) {
+        throw new AppError(401, 'REAUTHENTICATION_REQUIRED', 'Sign in again to delete your account');
+      }
+    } else {
+      if (!input.password) throw validationError([{ field: 'password', message: 'Enter your current password' }]);
+      user = await confirmPassword(deps, userId, input.password, {
+        field: 'password',
+        purpose: 'account_deletion',
+        meta,
+      });
+    }
     await db.transaction().execute(async (trx) => {
       const locked = await lockUserById(trx, userId);
       if (!locked) throw signedOut();
