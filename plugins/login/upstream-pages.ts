@@ -147,6 +147,16 @@ export function registerUpstreamPages(context: LoginContext) {
     if (input.purpose === 'link') {
       const ctx = await app.currentSession(request);
       if (!ctx) return reply.code(303).header('location', `${loginPath}/sign-in`).send();
+      // A link is a new way into the account: like adding a factor, it needs a recent authentication (MFA_FRESHNESS),
+      // so a stolen session cookie alone cannot add its thief's identity. Otherwise: sign in again, then back to the
+      // sign-in methods page, where the Link button is.
+      if (!app.services.factors.isFresh(ctx.session)) {
+        const back = `${loginPath}/account/sign-in-methods`;
+        return reply
+          .code(303)
+          .header('location', `${loginPath}/sign-in?return_to=${encodeURIComponent(back)}`)
+          .send();
+      }
       userId = ctx.user.id;
     }
     try {

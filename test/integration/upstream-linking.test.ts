@@ -309,6 +309,25 @@ t.test("a signed-in user's link another: linked to that user, never to someone e
   t.equal(taken.status, 409);
   t.match(taken.body, /linked to another account/);
   t.equal((await identitiesOf(lina.id)).length, 1);
+
+  // Signed in long ago (a stolen cookie, say): no round trip starts; sign in again, then back to the methods page.
+  await db
+    .updateTable('sessions')
+    .set({ auth_time: new Date(Date.now() - 3_600_000) })
+    .where('user_id', '=', lina.id)
+    .execute();
+  const flowsBefore = (await db.selectFrom('upstream_flows').select('id').execute()).length;
+  const stale = await browser.request(`${login}/upstream/company/start`, {
+    method: 'POST',
+    form: { csrf, purpose: 'link' },
+  });
+  t.equal(stale.status, 303);
+  t.equal(
+    stale.location,
+    `${login}/sign-in?return_to=${encodeURIComponent('/login/account/sign-in-methods')}`,
+    'sign in again first',
+  );
+  t.equal((await db.selectFrom('upstream_flows').select('id').execute()).length, flowsBefore, 'no round trip');
 });
 
 t.test(
