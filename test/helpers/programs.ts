@@ -11,13 +11,22 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Inside the repository (git-ignored), so that `import 'openid-client'` resolves from node_modules. */
 export const PROGRAMS_DIR = join(ROOT, '.tap', 'programs');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
+/**
+ * A port free at the moment, for a program the test starts later. Taken below Linux's ephemeral range (32768 and
+ * up, where every `listen(0)` of the other test files and every outgoing connection get theirs): a port handed out
+ * by listen(0) and closed could be taken again by another file's server before the program listens (EADDRINUSE,
+ * seen once in CI, 2026-11-27).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 export const unescapeHtml = (s: string) =>
