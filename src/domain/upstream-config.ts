@@ -13,7 +13,6 @@ import {
   UPSTREAM_PRESETS,
   type UpstreamClientAuth,
   type UpstreamKind,
-  type UpstreamMapping,
   type UpstreamProvider,
 } from './upstream.js';
 
@@ -95,30 +94,11 @@ export const UpstreamProviderUpdateSchema = Type.Object(
 );
 export type UpstreamProviderUpdate = Static<typeof UpstreamProviderUpdateSchema>;
 
-/** A provider's settings as they are after a create or an update: what upstreamProblems checks. */
-export interface UpstreamSettings {
-  id: string;
-  kind: UpstreamKind;
-  name: string;
-  logoUrl: string | null;
-  issuer: string | null;
-  authorizationEndpoint: string | null;
-  tokenEndpoint: string | null;
-  userinfoEndpoint: string | null;
-  emailsEndpoint: string | null;
-  clientId: string;
-  clientAuth: UpstreamClientAuth;
-  /** A secret is (or will be) stored. */
-  hasClientSecret: boolean;
-  scopes: string[];
-  mapping: Partial<UpstreamMapping>;
-  allowSignUp: boolean;
-  allowedDomains: string[];
-  trustEmailVerified: boolean;
-  ssoDomains: string[];
-  storeTokens: boolean;
-  enabled: boolean;
-}
+/**
+ * A provider's settings as they are after a create or an update: what upstreamProblems checks. The provider as shown,
+ * without what the store makes (its public key, its dates); hasClientSecret: a secret is (or will be) stored.
+ */
+export type UpstreamSettings = Omit<UpstreamProvider, 'publicJwk' | 'createdAt' | 'updatedAt'>;
 
 /** The defaults of a new provider of this kind (the preset's values first). */
 export function settingsOfCreate(input: UpstreamProviderCreate): {
