@@ -50,6 +50,8 @@ export interface ApplicationsTable {
   jwks_uri: ColumnType<string | null, string | null | undefined, string | null>;
   /** Only sessions with a second factor may sign in to this application (0018-second-factors). */
   require_mfa: Generated<boolean>;
+  /** 'operator', 'dynamic' (RFC 7591) or 'metadata_document' (0020-resource-servers). */
+  registration: Generated<string>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -78,6 +80,8 @@ export interface ClientAccessTokensTable {
   created_at: Timestamp;
   expires_at: Date;
   revoked_at: Date | null;
+  /** The one resource (RFC 8707) the token is for; null: none named (0020-resource-servers). */
+  audience: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface AuditEventsTable {
@@ -132,6 +136,8 @@ export interface AuthorizationRequestParams {
   response_mode?: 'form_post';
   /** acr_values (OpenID Connect Core §3.1.2.1), space-separated values in order of preference; absent: none. */
   acr_values?: string[];
+  /** RFC 8707 resource indicators, in the order sent (each an identifier of an enabled resource server); absent: none. */
+  resource?: string[];
   /** The `claims` parameter (OpenID Connect Core §5.5), parsed. */
   claims?: {
     userinfo?: Record<string, { essential?: boolean; value?: unknown; values?: unknown[] } | null>;
@@ -177,6 +183,8 @@ export interface GrantsTable {
   auth_time: Date | null;
   /** The session's amr when the grant was made; null for grants older than migration 0018. */
   amr: ColumnType<string[] | null, string | null | undefined, string | null>;
+  /** The resources (RFC 8707) the grant covers; [] for none named (0020-resource-servers). JSON text on write. */
+  resources: ColumnType<string[], string | undefined, string>;
 }
 
 /** Codes stored by the releases before sealed codes (0012-sealed-codes): redeemed until they expire. */
@@ -206,6 +214,8 @@ export interface AccessTokensTable {
   created_at: Timestamp;
   expires_at: Date;
   revoked_at: Date | null;
+  /** The one resource (RFC 8707) the token is for; null: none named (0020-resource-servers). */
+  audience: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RefreshTokensTable {
@@ -314,6 +324,7 @@ export interface Database {
   webauthn_challenges: WebauthnChallengesTable;
   pending_sign_ins: PendingSignInsTable;
   upstream_providers: UpstreamProvidersTable;
+  resource_servers: ResourceServersTable;
   upstream_identities: UpstreamIdentitiesTable;
   upstream_flows: UpstreamFlowsTable;
   upstream_pending_links: UpstreamPendingLinksTable;
@@ -394,6 +405,30 @@ export type ApplicationRowUpdate = Updateable<ApplicationsTable>;
 /** Old name of ApplicationRowUpdate (db/repositories use it); not the domain's ApplicationUpdate. */
 export type ApplicationUpdate = ApplicationRowUpdate;
 export type SessionRow = Selectable<SessionsTable>;
+
+/** A registered resource server (migration 0020). JSON columns are written as JSON text. */
+export interface ResourceServersTable {
+  identifier: string;
+  name: string;
+  description: string | null;
+  scopes: ColumnType<ResourceScopeRow[], string | undefined, string>;
+  /** 'opaque' or 'jwt'. */
+  access_token_format: ColumnType<string, string | undefined, string>;
+  /** Seconds; null: ACCESS_TOKEN_TTL. */
+  access_token_ttl: number | null;
+  allowed_clients: ColumnType<string[], string | undefined, string>;
+  allow_self_registered: ColumnType<boolean, boolean | undefined, boolean>;
+  introspection_clients: ColumnType<string[], string | undefined, string>;
+  enabled: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: Timestamp;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface ResourceScopeRow {
+  name: string;
+  label: string;
+  consentDescription: string;
+}
 
 /** An upstream identity provider (migration 0019). JSON columns are written as JSON text. */
 export interface UpstreamProvidersTable {

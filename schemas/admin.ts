@@ -41,6 +41,7 @@ export const ApplicationSchema = Type.Object({
   grantTypes: Type.Array(Type.Enum([...GRANT_TYPES])),
   jwks: Type.Union([Type.Object({ keys: Type.Array(Type.Object({})) }), Type.Null()]),
   jwksUri: Type.Union([Type.String(), Type.Null()]),
+  registration: Type.Union([Type.Literal('operator'), Type.Literal('dynamic'), Type.Literal('metadata_document')]),
   source: Type.Union([Type.Literal('database'), Type.Literal('static')]),
   createdAt: Type.Union([Type.String(), Type.Null()]),
   updatedAt: Type.Union([Type.String(), Type.Null()]),

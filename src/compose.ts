@@ -31,6 +31,7 @@ import { createPasskeyService, type PasskeyService } from './services/factors/pa
 import { createRecoveryCodeService, type RecoveryCodeService } from './services/factors/recovery-codes.js';
 import { createTotpService, type TotpService } from './services/factors/totp.js';
 import { createUpstreamService, type UpstreamService } from './services/upstreams/index.js';
+import { createResourceServerService, type ResourceServerService } from './services/resource-servers.js';
 import {
   createSigningKeyService,
   JWKS_MAX_AGE_SECONDS,
@@ -69,6 +70,8 @@ export interface Services {
   recoveryCodes: RecoveryCodeService;
   /** Upstream identity providers (issue 35): the operator's providers, linked identities, the round trip. */
   upstreams: UpstreamService;
+  /** Registered resource servers and the built-in `/api/external` (issue 36). */
+  resourceServers: ResourceServerService;
   recovery: RecoveryService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
@@ -162,6 +165,16 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     }
   });
 
+  const resourceServers = createResourceServerService({
+    db: writes,
+    baseUrl: config.baseUrl,
+    accessTokenTtl: config.ttl.accessToken,
+    onChange: () => invalidation.emit({ kind: 'resources' }),
+  });
+  invalidation.on((event) => {
+    if (event.kind === 'resources' || event.kind === 'reset') resourceServers.forget();
+  });
+
   const keys = new KeyStore(db, secretKey, {
     refreshSeconds: KEYS_REFRESH_SECONDS,
     onGenerated: (kid) => log.info({ kid }, 'generated the first signing key'),
@@ -242,6 +255,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     totp,
     recoveryCodes,
     upstreams,
+    resourceServers,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
     authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),

@@ -70,6 +70,7 @@ export function parseStaticApplications(json: unknown, file: string): Applicatio
       enabled: a.enabled ?? true,
       requireMfa: a.requireMfa ?? false,
       ...settings(entry as ApplicationCreate),
+      registration: 'operator',
       source: 'static',
       createdAt: null,
       updatedAt: null,

@@ -69,7 +69,7 @@ export interface BearerRow {
  * the grants' source: a CTE when the same statement creates the grant (the code exchange, codes.ts).
  */
 export function bearerSelect(source: string, idle: string, grants = 'grants'): string {
-  return `select t.token_hash, t.grant_id, t.client_id, t.user_id, t.scope, t.session_id, t.created_at,
+  return `select t.token_hash, t.grant_id, t.client_id, t.user_id, t.scope, t.session_id, t.created_at, t.audience,
   t.expires_at, t.revoked_at, u.id as u_id, u.email as u_email, u.email_verified as u_email_verified,
   u.name as u_name, u.given_name as u_given_name, u.family_name as u_family_name, u.picture as u_picture,
   u.permissions as u_permissions, u.disabled as u_disabled, a.enabled as app_enabled,

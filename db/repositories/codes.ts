@@ -95,7 +95,7 @@ const EXCHANGE = `with checked as (
 ), access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
   select $10::text, id, $2::text, $3::text, $5::text, $4::text, $11::timestamptz from ok
-  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at
+  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at, audience
 ), refresh as (
   insert into refresh_tokens (id, token_hash, grant_id, client_id, user_id, scope, expires_at, absolute_expires_at)
   select $12::text, $13::text, id, $2::text, $3::text, $5::text, $14::timestamptz, $15::timestamptz

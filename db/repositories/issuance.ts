@@ -140,7 +140,7 @@ export interface TokenSet {
 const ACCESS = `access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
   values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz)
-  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at
+  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at, audience
 )`;
 const AUDIT = `audit as (
   insert into audit_events (type, user_id, client_id, detail)

@@ -73,7 +73,7 @@ const EXCHANGE = `with c as (
 ), access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
   select $5::text, grant_id, client_id, user_id, scope, session_id, $6::timestamptz from ok
-  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at
+  returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at, audience
 ), refresh as (
   insert into refresh_tokens (id, token_hash, grant_id, client_id, user_id, scope, expires_at, absolute_expires_at)
   select $7::text, $8::text, grant_id, client_id, user_id, scope, $9::timestamptz, $10::timestamptz

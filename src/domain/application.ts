@@ -48,6 +48,12 @@ export interface Application {
   /** private_key_jwt: the client's public keys (a JWK Set), or the https URL where it publishes them. */
   jwks: { keys: object[] } | null;
   jwksUri: string | null;
+  /**
+   * Who registered it: the operator (admin API, web, CLI, seed, static file), the client itself by dynamic
+   * registration (RFC 7591), or a client ID metadata document. The last two are self-registered clients: public
+   * PKCE clients that always see the consent page (decisions.md).
+   */
+  registration: ApplicationRegistration;
   /** database: managed through the admin API, web or CLI; static: read-only, from the static file. */
   source: 'database' | 'static';
   /** null for static applications. */
@@ -69,6 +75,10 @@ export type PkcePolicy = (typeof PKCE_POLICIES)[number];
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 export const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
+
+export const APPLICATION_REGISTRATIONS = ['operator', 'dynamic', 'metadata_document'] as const;
+export type ApplicationRegistration = (typeof APPLICATION_REGISTRATIONS)[number];
+export const isSelfRegistered = (app: Pick<Application, 'registration'>) => app.registration !== 'operator';
 
 export const clientTypeOf = (method: TokenEndpointAuthMethod): 'public' | 'confidential' =>
   method === 'none' ? 'public' : 'confidential';

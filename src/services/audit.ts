@@ -52,6 +52,10 @@ export const AUDIT_EVENT_TYPES = [
   'upstream.provider_created',
   'upstream.provider_updated',
   'upstream.provider_deleted',
+  // Resource servers (issue 36).
+  'resource_server.created',
+  'resource_server.updated',
+  'resource_server.deleted',
 ];
 
 /**

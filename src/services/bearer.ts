@@ -31,6 +31,8 @@ export interface BearerAuth {
   scopes: string[];
   clientId: string;
   userId: string;
+  /** The resource (RFC 8707) the token is for; null: none named (accepted by /api/external and UserInfo). */
+  audience: string | null;
   /** undefined when the user row vanished after the token was found (the handler answers 404). */
   user: BearerUser | undefined;
 }
@@ -102,6 +104,7 @@ export function createBearerService(deps: {
       scopes: splitScope(row.scope),
       clientId: row.client_id,
       userId: row.user_id,
+      audience: row.audience ?? null,
       user: bearerUser,
     };
   }

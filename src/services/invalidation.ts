@@ -28,6 +28,8 @@ export const INVALIDATION_CHANNEL = APPLICATIONS_CHANNEL;
 export const ACCESS_PAYLOAD = ':access';
 /** The payload of signing-key changes (migration 0010's trigger): every key store reloads. */
 export const KEYS_PAYLOAD = ':keys';
+/** The payload of resource-server changes (migration 0020's trigger): every cached list is dropped. */
+export const RESOURCES_PAYLOAD = ':resources';
 
 export type InvalidationEvent =
   /** An application changed (clientId undefined: any of them may have). */
@@ -36,6 +38,8 @@ export type InvalidationEvent =
   | { kind: 'access' }
   /** The signing keys changed (a rotation, possibly on another instance): reload them. */
   | { kind: 'keys' }
+  /** A resource server was added, changed or removed (here or on another instance): reload the list. */
+  | { kind: 'resources' }
   /** Notices may have been missed (the listener (re)connected): drop everything. */
   | { kind: 'reset' };
 
@@ -60,6 +64,7 @@ export function createInvalidationBus(): InvalidationBus {
 export function eventOfPayload(payload: string): InvalidationEvent {
   if (payload === ACCESS_PAYLOAD) return { kind: 'access' };
   if (payload === KEYS_PAYLOAD) return { kind: 'keys' };
+  if (payload === RESOURCES_PAYLOAD) return { kind: 'resources' };
   if (payload === '' || payload.startsWith(':')) return { kind: 'reset' };
   return { kind: 'application', clientId: payload };
 }

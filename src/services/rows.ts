@@ -7,6 +7,7 @@ import {
   clientTypeOf,
   type GrantType,
   type PkcePolicy,
+  type ApplicationRegistration,
   type TokenEndpointAuthMethod,
 } from '../domain/application.js';
 import type { Session } from '../domain/session.js';
@@ -71,6 +72,7 @@ export function toApplication(row: ApplicationRow): Application {
     grantTypes: row.grant_types as GrantType[],
     jwks: row.jwks,
     jwksUri: row.jwks_uri,
+    registration: row.registration as ApplicationRegistration,
     source: 'database',
     createdAt: new Date(row.created_at).toISOString(),
     updatedAt: new Date(row.updated_at).toISOString(),

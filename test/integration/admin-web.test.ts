@@ -746,6 +746,7 @@ t.test('applications: create with bad input, then good; the created page; list a
       grantTypes: ['authorization_code', 'refresh_token'],
       jwks: null,
       jwksUri: null,
+      registration: 'operator',
       source: 'database',
       createdAt: undefined,
       updatedAt: undefined,

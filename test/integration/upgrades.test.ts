@@ -79,6 +79,9 @@ const BACKFILLS: Record<string, (row: Row, all: Fixture[]) => unknown> = {
   // 0018-second-factors: existing sessions were password sign-ins; no application required a second factor.
   'sessions.amr': () => ['pwd'],
   'applications.require_mfa': () => false,
+  // 0020-resource-servers: every existing application was registered by the operator; no grant named a resource.
+  'applications.registration': () => 'operator',
+  'grants.resources': () => [],
   'email_verification_tokens.email': (row, all) =>
     all.find((f) => f.table === 'users' && f.row.id === row.user_id)!.row.email,
   // 0013-sign-up-requests: an account whose sign-up the audit trail records was self-registered.
