@@ -136,7 +136,7 @@ export interface AuthorizationRequestParams {
   response_mode?: 'form_post';
   /** acr_values (OpenID Connect Core §3.1.2.1), space-separated values in order of preference; absent: none. */
   acr_values?: string[];
-  /** RFC 8707 resource indicators, in the order sent (each an identifier of an enabled resource server); absent: none. */
+  /** RFC 8707 resource indicators, in the order sent (identifiers of enabled resource servers); absent: none. */
   resource?: string[];
   /** The `claims` parameter (OpenID Connect Core §5.5), parsed. */
   claims?: {
