@@ -38,7 +38,8 @@ t.test('every MCP block of the document is run by this test', async (t) => {
 });
 
 // The client's metadata document is served over https (the SDK and the draft require an https client_id) with a
-// certificate made here; the provider must trust it for the test (see `trust` below).
+// certificate made here, which the provider is told to trust for these fetches (CLIENT_METADATA_CA_FILE). Loopback
+// addresses are allowed for them outside production only.
 const tls = (() => {
   const dir = mkdtempSync(join(tmpdir(), 'idp-mcp-tls-'));
   const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
@@ -69,6 +70,8 @@ const ctx = await startTestServer(t, {
   ADMIN_API_TOKEN,
   REGISTRATION: 'open',
   CLIENT_ID_METADATA_DOCUMENTS: 'on',
+  // The provider trusts the test's certificate for metadata-document fetches only (a private CA in production).
+  CLIENT_METADATA_CA_FILE: tls.certFile,
 });
 const services = ctx.app.services;
 const callback = await startCallbackServer(t);
@@ -108,9 +111,21 @@ const introspector = await services.applications.create(
   },
   { actor: 'test' },
 );
+// An agent the operator registered by hand (MCP allows pre-registration): the path without self-registration.
+const operatorAgent = await services.applications.create(
+  { clientName: 'Operator Agent', redirectUris: [callback.redirectUri], allowedScopes: ['openid'] },
+  { actor: 'test' },
+);
 const scopes = [{ name: SCOPE, label: 'Search your notes', consentDescription: 'Search your notes' }];
 await services.resourceServers.create(
-  { identifier: jwtMcpUrl, name: 'Notes (JWT)', scopes, accessTokenFormat: 'jwt', allowSelfRegistered: true },
+  {
+    identifier: jwtMcpUrl,
+    name: 'Notes (JWT)',
+    scopes,
+    accessTokenFormat: 'jwt',
+    allowSelfRegistered: true,
+    allowedClients: [operatorAgent.clientId],
+  },
   { actor: 'test' },
 );
 await services.resourceServers.create(
@@ -169,7 +184,10 @@ class BrowserAuthProvider implements OAuthClientProvider {
   constructor(
     readonly person: { email: string; password: string },
     readonly clientMetadataUrl?: string,
-  ) {}
+    preRegistered?: { client_id: string },
+  ) {
+    this.#client = preRegistered;
+  }
   get redirectUrl() {
     return callback.redirectUri;
   }
@@ -222,24 +240,32 @@ async function signInAndAllow(url: URL, who: { email: string; password: string }
         throw new Error(`${what}: ${first}\n  the browser is at ${page.url()}\n  page text: ${text.slice(0, 800)}`);
       }
     };
+    const atCallback = (u: URL) => u.href.startsWith(callback.redirectUri);
+    /** Waits for `page` (or the client's redirect URI, which ends the flow: an error there is thrown as such). */
+    const reach = async (what: string, path: RegExp) => {
+      await step(`waiting for ${what}`, () => page.waitForURL((u) => path.test(u.href) || atCallback(u)));
+      const here = new URL(page.url());
+      const error = here.searchParams.get('error');
+      if (atCallback(here) && error) {
+        throw new Error(
+          `waiting for ${what}, the provider redirected with ${error}: ${here.searchParams.get('error_description')}`,
+        );
+      }
+    };
     await step('opening the authorization URL', () => page.goto(url.href));
-    await step('waiting for the sign-in page', () => page.waitForURL(/\/login\/sign-in\?request=/));
+    await reach('the sign-in page', /\/login\/sign-in\?request=/);
     await page.getByLabel('E-mail address').fill(who.email);
     await page.getByLabel(/^Password/).fill(who.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await step('waiting for the consent page (self-registered clients always see it)', () =>
-      page.waitForURL(/\/login\/consent\?request=/),
-    );
-    const consentText = await page.locator('main').innerText();
-    await page.getByRole('button', { name: 'Allow' }).click();
-    await step("waiting for the client's redirect URI", () =>
-      page.waitForURL((u) => u.href.startsWith(callback.redirectUri)),
-    );
-    const back = new URL(page.url());
-    const error = back.searchParams.get('error');
-    if (error) throw new Error(`the provider redirected with ${error}: ${back.searchParams.get('error_description')}`);
-    const code = back.searchParams.get('code');
-    if (!code) throw new Error(`no code in ${back.href}`);
+    await reach('the consent page (self-registered clients always see it)', /\/login\/consent\?request=/);
+    let consentText = '';
+    if (!atCallback(new URL(page.url()))) {
+      consentText = await page.locator('main').innerText();
+      await page.getByRole('button', { name: 'Allow' }).click();
+      await reach("the client's redirect URI", /^$/);
+    }
+    const code = new URL(page.url()).searchParams.get('code');
+    if (!code) throw new Error(`no code in ${page.url()}`);
     return { code, consentText };
   } finally {
     await context.close();
@@ -372,6 +398,26 @@ t.test(
     const answer = toolText(await client.callTool({ name: 'whoami', arguments: {} }));
     t.equal(answer, `user ${who.id} via ${registered.client_id} (notes:list)`, "the tool's answer names the user");
     tokensFor.introspected = token;
+  },
+);
+
+t.test(
+  'the SDK client with an application the operator registered: sign-in, JWT access token, a tool call',
+  { skip: chromiumSkip, timeout: 180_000 },
+  async (t) => {
+    const who = await person();
+    const log: string[] = [];
+    const auth = new BrowserAuthProvider(who, undefined, { client_id: operatorAgent.clientId });
+    const client = await connect(jwtMcpUrl, auth, log);
+    t.notOk(
+      log.some((l) => l.startsWith(`POST ${ctx.issuer}/register`)),
+      'no registration',
+    );
+    t.equal(auth.authorizationUrl!.searchParams.get('resource'), jwtMcpUrl);
+    const claims = decodeJwt((await auth.tokens())!.access_token);
+    t.same([claims.aud, claims.client_id, claims.sub], [jwtMcpUrl, operatorAgent.clientId, who.id]);
+    const answer = toolText(await client.callTool({ name: 'whoami', arguments: {} }));
+    t.equal(answer, `user ${who.id} via ${operatorAgent.clientId} (${SCOPE})`);
   },
 );
 
