@@ -23,7 +23,7 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
 import { startTestServer } from '../helpers/server.js';
 import { chromiumSkip, fileChromium, startCallbackServer } from '../helpers/chromium.js';
 import { freePort, markedBlock, ROOT, runProgram, type Running } from '../helpers/programs.js';
@@ -501,6 +501,71 @@ t.test('a token for another resource is refused by the MCP servers', async (t) =
   }
   t.match(jwtServer.output(), /refused a token: unexpected "aud" claim value/, 'jose named the audience');
   t.match(introspectedServer.output(), /refused a token: the token is not active/, 'introspection says inactive');
+});
+
+// The document's JWT check, case by case, with tokens signed here by the provider's own current key (and others):
+// only a token that passes every step of RFC 9068 §4 is taken.
+t.test("the document's MCP server checks JWT access tokens as RFC 9068 §4 says", async (t) => {
+  const key = await services.keys.currentKey();
+  const { privateKey: strangerKey } = await generateKeyPair('RS256');
+  const mint = async (
+    change: {
+      header?: Record<string, unknown>;
+      claims?: Record<string, unknown>;
+      key?: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+    } = {},
+  ) => {
+    const claims = {
+      iss: ctx.issuer,
+      sub: 'user-1',
+      aud: jwtMcpUrl,
+      client_id: 'agent',
+      scope: SCOPE,
+      iat: Math.floor(Date.now() / 1000),
+      exp: Math.floor(Date.now() / 1000) + 300,
+      jti: 'jti-1',
+      ...change.claims,
+    };
+    for (const [name, value] of Object.entries(claims)) {
+      if (value === undefined) delete (claims as Record<string, unknown>)[name];
+    }
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...change.header })
+      .sign(change.key ?? key.key);
+  };
+  const call = async (token: string) => {
+    const res = await fetch(jwtMcpUrl, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    await res.body?.cancel();
+    return res.status;
+  };
+  t.equal(await call(await mint()), 200, 'every check passes: taken');
+  const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url')}.${Buffer.from(
+    JSON.stringify({ iss: ctx.issuer, aud: jwtMcpUrl, sub: 'u', client_id: 'a', scope: SCOPE, exp: 2e9 }),
+  ).toString('base64url')}.`;
+  const refused: Array<[string, string]> = [
+    ['typ JWT (an ID token has it)', await mint({ header: { typ: 'JWT' } })],
+    ['another audience', await mint({ claims: { aud: 'https://other.example/api' } })],
+    ['another issuer', await mint({ claims: { iss: `${ctx.baseUrl}/elsewhere` } })],
+    ['expired', await mint({ claims: { exp: Math.floor(Date.now() / 1000) - 120 } })],
+    ['no jti', await mint({ claims: { jti: undefined } })],
+    ['no client_id', await mint({ claims: { client_id: undefined } })],
+    ['signed by a key the provider does not publish', await mint({ key: strangerKey })],
+    ['alg none', unsigned],
+  ];
+  for (const [what, token] of refused) t.equal(await call(token), 401, `${what}: 401`);
+  t.equal(
+    await call(await mint({ claims: { scope: 'other:read' } })),
+    403,
+    'without its scope: 403 insufficient_scope',
+  );
 });
 
 t.test("the operator's resource-server call of the document", async (t) => {
