@@ -277,7 +277,9 @@ function recordingFetch(log: string[]): typeof fetch {
   return async (input, init) => {
     const url = input instanceof Request ? input.url : String(input);
     const response = await fetch(input, init);
-    log.push(`${init?.method ?? 'GET'} ${url} ${response.status}`);
+    // A token request's resource indicator (RFC 8707 §2.2), which the SDK adds to the form.
+    const resource = init?.body instanceof URLSearchParams ? init.body.get('resource') : null;
+    log.push(`${init?.method ?? 'GET'} ${url} ${response.status}${resource ? ` resource=${resource}` : ''}`);
     return response;
   };
 }
@@ -341,6 +343,10 @@ t.test(
       'no dynamic registration: the metadata document is the client id',
     );
     t.ok(documentRequests.includes('GET /agent/client.json'), 'the provider fetched the metadata document');
+    t.ok(
+      log.includes(`POST ${ctx.issuer}/oauth2/token 200 resource=${jwtMcpUrl}`),
+      'the code was exchanged with the resource (RFC 8707 §2.2)',
+    );
 
     const authorization = auth.authorizationUrl!;
     t.equal(authorization.searchParams.get('client_id'), clientMetadataUrl);
@@ -394,10 +400,12 @@ t.test(
     t.match(auth.consentText, 'Test Agent', 'the consent page names the agent');
 
     const token = (await auth.tokens())!.access_token;
+    t.ok(log.includes(`POST ${ctx.issuer}/oauth2/token 200 resource=${introspectedMcpUrl}`), 'exchanged with resource');
     t.match(token, /^[A-Za-z0-9_-]{43}$/, 'opaque');
     const answer = toolText(await client.callTool({ name: 'whoami', arguments: {} }));
     t.equal(answer, `user ${who.id} via ${registered.client_id} (notes:list)`, "the tool's answer names the user");
     tokensFor.introspected = token;
+    tokensFor.introspectedClient = registered.client_id;
   },
 );
 
@@ -421,7 +429,7 @@ t.test(
   },
 );
 
-const tokensFor: { jwt?: string; introspected?: string } = {};
+const tokensFor: { jwt?: string; introspected?: string; introspectedClient?: string } = {};
 
 t.test('a token for another resource is refused by the MCP servers', async (t) => {
   // A service allowed to ask for a third API's JWT tokens, and for /api/external's (no resource).
@@ -498,6 +506,15 @@ t.test('a token for another resource is refused by the MCP servers', async (t) =
   if (tokensFor.jwt) t.equal((await call(jwtMcpUrl, tokensFor.jwt)).status, 200, 'its own token is taken');
   if (tokensFor.introspected) {
     t.equal((await call(introspectedMcpUrl, tokensFor.introspected)).status, 200, 'its own token is taken');
+  }
+  // Revoked (RFC 7009, by the client that holds it): the MCP server that introspects sees it at once.
+  if (tokensFor.introspected && tokensFor.introspectedClient) {
+    const revoked = await fetch(`${ctx.issuer}/oauth2/revoke`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: tokensFor.introspected, client_id: tokensFor.introspectedClient }),
+    });
+    t.equal(revoked.status, 200, 'the agent revokes its token');
+    t.same(await call(introspectedMcpUrl, tokensFor.introspected), refused(introspectedMcpUrl), 'then it is refused');
   }
   t.match(jwtServer.output(), /refused a token: unexpected "aud" claim value/, 'jose named the audience');
   t.match(introspectedServer.output(), /refused a token: the token is not active/, 'introspection says inactive');
