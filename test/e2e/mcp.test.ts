@@ -355,6 +355,9 @@ t.test(
     t.equal(authorization.searchParams.get('code_challenge_method'), 'S256');
     t.match(auth.consentText, 'Test Agent', 'the consent page names the agent');
     t.match(auth.consentText, '127.0.0.1', "and its metadata document's host");
+    t.match(auth.consentText, /registered itself/, 'and says it registered itself');
+    t.match(auth.consentText, 'Notes (JWT)', 'and names the API it asks for');
+    t.match(auth.consentText, 'Search your notes', "and the API's scope");
 
     // The token: RFC 9068, for this MCP server only.
     const token = (await auth.tokens())!.access_token;
@@ -398,6 +401,8 @@ t.test(
     t.equal(authorization.searchParams.get('resource'), introspectedMcpUrl);
     t.equal(authorization.searchParams.get('scope'), 'notes:list');
     t.match(auth.consentText, 'Test Agent', 'the consent page names the agent');
+    t.match(auth.consentText, /registered itself/, 'and says it registered itself');
+    t.match(auth.consentText, 'Notes (introspected)', 'and names the API it asks for');
 
     const token = (await auth.tokens())!.access_token;
     t.ok(log.includes(`POST ${ctx.issuer}/oauth2/token 200 resource=${introspectedMcpUrl}`), 'exchanged with resource');
