@@ -11,7 +11,7 @@ import { type Admin, type AdminContext, fieldErrors, first, Form, type FormBody,
 import * as views from './views.js';
 
 const IdentifierParams = Type.Object({ identifier: Type.String({ minLength: 1, maxLength: 255 }) });
-const MAX_PICKER_APPS = 1000;
+const MAX_PICKER_PAGES = 5;
 
 const text = (v: string | string[] | undefined) => (first(v) ?? '').trim();
 const on = (v: string | string[] | undefined) => first(v) === 'on';
@@ -99,15 +99,19 @@ export function registerResourceServerRoutes({
   const pathOf = (identifier: string) => `/apis/${encodeURIComponent(identifier)}`;
   const defaultTtl = config.ttl.accessToken;
 
-  /** The applications an operator registered (self-registered ones are governed by allowSelfRegistered). */
+  /**
+   * The applications an operator registered (self-registered ones are governed by allowSelfRegistered), from the
+   * first MAX_PICKER_PAGES pages of 200: a setting that names one beyond them is still shown (as not listed).
+   */
   async function pickable(): Promise<Application[]> {
     const apps: Application[] = [];
     let cursor: string | undefined;
+    let pages = 0;
     do {
       const page = await applications.list({ limit: 200, cursor });
       apps.push(...page.items.filter((a) => !isSelfRegistered(a)));
       cursor = page.nextCursor ?? undefined;
-    } while (cursor && apps.length < MAX_PICKER_APPS);
+    } while (cursor && ++pages < MAX_PICKER_PAGES);
     return apps;
   }
 
