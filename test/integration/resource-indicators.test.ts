@@ -134,9 +134,8 @@ function refused(t: Test, res: LightMyRequestResponse, error: string, descriptio
 const accessRow = async (token: string) =>
   (
     await sql<{ audience: string | null; scope: string; expires_at: Date; revoked_at: Date | null; grant_id: string }>`
-      select audience, scope, expires_at, revoked_at, grant_id from access_tokens where token_hash = ${hashToken(token)}`.execute(
-      database.db,
-    )
+      select audience, scope, expires_at, revoked_at, grant_id from access_tokens
+      where token_hash = ${hashToken(token)}`.execute(database.db)
   ).rows[0];
 const grantResources = async (grantId: string) =>
   (await sql<{ resources: string[] }>`select resources from grants where id = ${grantId}`.execute(database.db)).rows[0]
@@ -626,3 +625,74 @@ t.test('the pending request names its resource servers for the consent page', as
     ['API A', 'MCP server'],
   );
 });
+
+t.test(
+  'the refresh grace window: a retry for the same resource gets the same pair; another resource is reuse',
+  async (t) => {
+    const graced = await buildTestApp(t, { env: { REFRESH_TOKEN_GRACE: '30' } });
+    const other = graced.app;
+    const client = await other.services.applications.create(
+      { clientName: 'Grace RP', redirectUris: [redirectUri], allowedScopes: ['openid', 'offline_access'] },
+      ctx,
+    );
+    await other.services.users.create(
+      { email: 'gus@example.com', password: 'gus-password-1', emailVerified: true },
+      ctx,
+    );
+    for (const [identifier, format] of [
+      [API_A, 'opaque'],
+      [API_J, 'jwt'],
+    ] as const)
+      await other.services.resourceServers.create(
+        {
+          identifier,
+          name: identifier,
+          scopes: [{ name: `${format}:x`, label: 'X', consentDescription: 'X' }],
+          accessTokenFormat: format,
+          allowedClients: [client.clientId],
+        },
+        ctx,
+      );
+    const code = await obtainCode(other, {
+      clientId: client.clientId,
+      redirectUri,
+      email: 'gus@example.com',
+      password: 'gus-password-1',
+      scope: 'openid offline_access opaque:x jwt:x',
+      resource: [API_A, API_J],
+    });
+    const first = await tokenRequest(other, {
+      grant_type: 'authorization_code',
+      code: code.code,
+      code_verifier: code.verifier,
+      client_id: client.clientId,
+      redirect_uri: redirectUri,
+      resource: API_A,
+    });
+    t.equal(first.statusCode, 200);
+    const again = (resource: string) =>
+      tokenRequest(other, {
+        grant_type: 'refresh_token',
+        refresh_token: first.json().refresh_token,
+        client_id: client.clientId,
+        resource,
+      });
+    const rotated = await again(API_J);
+    t.equal(rotated.statusCode, 200);
+    t.equal(rotated.json().access_token.split('.').length, 3, 'a JWT for the JWT resource');
+    const retry = await again(API_J);
+    t.equal(retry.statusCode, 200);
+    t.equal(retry.json().access_token, rotated.json().access_token, 'the same access token');
+    t.equal(retry.json().refresh_token, rotated.json().refresh_token, 'the same refresh token');
+    t.equal(retry.json().scope, 'jwt:x');
+    const switched = await again(API_A);
+    refused(t, switched, 'invalid_grant', 'the refresh token was already used; the whole grant is revoked');
+    const next = await tokenRequest(other, {
+      grant_type: 'refresh_token',
+      refresh_token: rotated.json().refresh_token,
+      client_id: client.clientId,
+      resource: API_J,
+    });
+    t.equal(next.statusCode, 400, 'the family is revoked');
+  },
+);
