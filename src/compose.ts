@@ -258,10 +258,10 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     resourceServers,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
-    authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),
+    authorization: createAuthorizationService({ db: writes, config, applications, keys, factors, resourceServers }),
     grants: createGrants({
       db: writes,
-      issuer: createTokenIssuer({ config, keys, bearers }),
+      issuer: createTokenIssuer({ config, keys, bearers, resourceServers }),
       accessTokenSeconds: config.ttl.accessToken,
       events,
     }),

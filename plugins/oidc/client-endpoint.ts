@@ -8,6 +8,7 @@ import { ClientAuthError, presentedClientAuth } from '../../src/oauth/client-aut
 import type { ClientEndpoint } from '../../src/oauth/client-assertion.js';
 import { OAuthError, parameterError } from '../../src/oauth/errors.js';
 import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
+import { REPEATED_RESOURCE_SEPARATOR } from '../../src/oauth/resource-indicators.js';
 import { ipKey } from '../../src/rate-limit.js';
 import { oauthJsonErrors } from '../infra/error-handlers.js';
 import { documentOnly, NoContent } from '../../schemas/oauth.js';
@@ -31,9 +32,12 @@ export function formParams(request: FastifyRequest, _reply: FastifyReply): Token
   if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
     throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
   }
-  const body = (request.body ?? {}) as Record<string, string | string[] | undefined>;
+  const body = { ...((request.body ?? {}) as Record<string, string | string[] | undefined>) };
   for (const [name, value] of Object.entries(body)) {
-    if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
+    // RFC 8707 §2: resource may be repeated; the token endpoint takes one (invalid_target, by the grant, after the
+    // client is authenticated), so several are joined with a separator no resource identifier holds.
+    if (Array.isArray(value) && name === 'resource') body[name] = value.join(REPEATED_RESOURCE_SEPARATOR);
+    else if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
   }
   return body as TokenParams;
 }

@@ -20,7 +20,9 @@ export type OAuthErrorCode =
   | 'request_not_supported'
   | 'request_uri_not_supported'
   | 'invalid_token'
-  | 'insufficient_scope';
+  | 'insufficient_scope'
+  // RFC 8707 §2: a resource indicator that is invalid, unknown, or not allowed to this client.
+  | 'invalid_target';
 
 const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
@@ -65,6 +67,7 @@ export const OAUTH_PARAMETERS = [
   'acr_values',
   'client_assertion',
   'client_assertion_type',
+  'resource',
 ] as const;
 export type OAuthParameter = (typeof OAUTH_PARAMETERS)[number];
 
@@ -74,6 +77,11 @@ export function isOAuthParameter(name: string): name is OAuthParameter {
 
 /** Stands for one of OAUTH_PARAMETERS in a catalog entry. */
 const PARAMETER = '{parameter}';
+/**
+ * Stands for a registered resource server's identifier at the end of a catalog entry: the operator registered it
+ * (it is never the request's input) and resourceScopeError checks it is RFC 6749 section 5.2 text first.
+ */
+const RESOURCE = '{resource}';
 
 /**
  * Every public error_description, per error code: the same refusal always reads the same, and nothing of
@@ -169,6 +177,10 @@ export const ERROR_DESCRIPTIONS = {
     'scope exceeds the original grant',
     'scope must not be empty',
     'openid and offline_access need a user; a client_credentials token has none',
+    // RFC 8707: a scope of a registered resource server is granted only with that resource asked for.
+    'scope has a value of a resource server that was not requested; add resource={resource}',
+    'scope has a value of a resource server that was not requested; add its resource',
+    'scope has a value that is not one of the scopes of the requested resource',
   ],
   access_denied: [
     'the user denied the request',
@@ -193,9 +205,23 @@ export const ERROR_DESCRIPTIONS = {
   request_uri_not_supported: ['request_uri is not supported'],
   invalid_token: [],
   insufficient_scope: [],
+  // RFC 8707 §2 (authorize) and §2.2 (token endpoint).
+  invalid_target: [
+    'resource must be an absolute URI without a fragment or query (RFC 8707 section 2)',
+    'resource names no resource server known here',
+    'resource names a resource server that is disabled',
+    'this client may not ask for this resource',
+    'name at most one resource at the token endpoint',
+    'resource is not one of the resources of the grant',
+    'several resources were granted: name one of the granted resources with resource',
+  ],
 } as const satisfies Record<OAuthErrorCode, readonly string[]>;
 
-type Expand<S extends string> = S extends `${typeof PARAMETER}${infer Rest}` ? `${OAuthParameter}${Rest}` : S;
+type Expand<S extends string> = S extends `${typeof PARAMETER}${infer Rest}`
+  ? `${OAuthParameter}${Rest}`
+  : S extends `${infer Head}${typeof RESOURCE}`
+    ? `${Head}${string}`
+    : S;
 
 /** The public descriptions of an error code (a catalog entry, its parameter named). */
 export type OAuthErrorDescription<E extends OAuthErrorCode = OAuthErrorCode> = E extends OAuthErrorCode
@@ -206,9 +232,10 @@ export type OAuthErrorDescription<E extends OAuthErrorCode = OAuthErrorCode> = E
 export function allErrorDescriptions(): Array<{ error: OAuthErrorCode; description: string }> {
   return Object.entries(ERROR_DESCRIPTIONS).flatMap(([error, descriptions]) =>
     (descriptions as readonly string[]).flatMap((entry) =>
-      (entry.startsWith(PARAMETER) ? OAUTH_PARAMETERS.map((p) => p + entry.slice(PARAMETER.length)) : [entry]).map(
-        (description) => ({ error: error as OAuthErrorCode, description }),
-      ),
+      (entry.startsWith(PARAMETER)
+        ? OAUTH_PARAMETERS.map((p) => p + entry.slice(PARAMETER.length))
+        : [entry.replace(RESOURCE, 'https://api.example.com')]
+      ).map((description) => ({ error: error as OAuthErrorCode, description })),
     ),
   );
 }
@@ -258,4 +285,32 @@ const UNNAMED: Record<ParameterProblem, OAuthErrorDescription<'invalid_request'>
 export function parameterError(name: string, problem: ParameterProblem): OAuthError<'invalid_request'> {
   const description = isOAuthParameter(name) ? (`${name} ${problem}` as const) : UNNAMED[problem];
   return new OAuthError('invalid_request', description, { detail: `parameter ${name}` });
+}
+
+/** RFC 6749 §5.2 text: what a description may hold. */
+const DESCRIPTION_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]{1,255}$/;
+
+/**
+ * invalid_scope for a scope of a registered resource server asked for without its resource (RFC 8707): the
+ * description names the resource to add (an identifier the operator registered, never the request's input) when it
+ * is RFC 6749 section 5.2 text; the generic entry otherwise.
+ */
+export function resourceScopeError(identifier: string, scope: string): OAuthError<'invalid_scope'> {
+  const detail = `scope ${scope.slice(0, 100)} belongs to ${identifier}`;
+  if (!DESCRIPTION_TEXT.test(identifier))
+    return new OAuthError(
+      'invalid_scope',
+      'scope has a value of a resource server that was not requested; add its resource',
+      {
+        detail,
+      },
+    );
+  const template = 'scope has a value of a resource server that was not requested; add resource={resource}';
+  return new OAuthError(
+    'invalid_scope',
+    template.replace(RESOURCE, identifier) as OAuthErrorDescription<'invalid_scope'>,
+    {
+      detail,
+    },
+  );
 }

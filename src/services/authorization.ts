@@ -48,11 +48,14 @@ import {
   sessionForCode,
 } from '../../db/repositories/issuance.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import type { Application } from '../domain/application.js';
+import { type Application, isSelfRegistered } from '../domain/application.js';
+import type { ResourceServer } from '../domain/resource-server.js';
 import type { Config } from '../config.js';
 import {
   appendQuery,
+  needsResourceRegistry,
   parseAuthorizeParams,
+  type ResourceContext,
   type RawParams,
   requestedResponseMode,
   single,
@@ -80,6 +83,7 @@ import type { SessionContext } from '../domain/session.js';
 import { ACR_MFA, type FactorSummary, hasSecondFactor } from '../domain/mfa.js';
 import { sessionTouchSeconds } from './sessions.js';
 import type { KeyStore } from './key-store.js';
+import type { ResourceServerService } from './resource-servers.js';
 
 export { appendQuery, type RawParams };
 
@@ -141,6 +145,8 @@ export function createAuthorizationService(deps: {
   keys: Pick<KeyStore, 'jwks'>;
   /** The user's second factors (services.factors), read when a request requires a level. */
   factors: { summary(userId: string): Promise<FactorSummary> };
+  /** The resource servers (RFC 8707), read (cached) only by a request that names a resource or a scope of one. */
+  resourceServers?: Pick<ResourceServerService, 'builtIn' | 'list'>;
 }) {
   const { db, config } = deps;
   const issuer = config.issuer;
@@ -209,6 +215,16 @@ export function createAuthorizationService(deps: {
   }
 
   const notFound = () => new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
+
+  /** The registry and the client as resource indicators read them; undefined when the request needs neither. */
+  async function resourceContext(raw: RawParams, app: Application): Promise<ResourceContext | undefined> {
+    if (!deps.resourceServers || !needsResourceRegistry(raw)) return undefined;
+    const [builtIn, ...registered] = await deps.resourceServers.list();
+    return {
+      registry: { builtIn: builtIn!, registered },
+      client: { clientId: app.clientId, selfRegistered: isSelfRegistered(app) },
+    };
+  }
 
   /** What sets the level a request of `app` requires besides its parameters (requiredAcr). */
   const policyOf = (app: Application | undefined): LevelPolicy => ({
@@ -316,6 +332,7 @@ export function createAuthorizationService(deps: {
         codeChallenge: params.code_challenge ?? null,
         nonce: params.nonce ?? null,
         scope: formatScope(params.scope),
+        resources: params.resource ?? [],
       },
       secretKey,
     );
@@ -417,7 +434,7 @@ export function createAuthorizationService(deps: {
       let params: AuthorizationRequestParams;
       let hinted: string | undefined;
       try {
-        params = parseAuthorizeParams(raw, app, redirectUri);
+        params = parseAuthorizeParams(raw, app, redirectUri, await resourceContext(raw, app));
         const hint = single(raw, 'id_token_hint');
         hinted = hint === undefined ? undefined : await hintSubject(hint, app.clientId);
       } catch (error) {
@@ -457,15 +474,22 @@ export function createAuthorizationService(deps: {
       return decideFor(request, ctx, { error: unmet });
     },
 
-    /** A pending request of this browser (what the pages show of it), with its application. */
+    /**
+     * A pending request of this browser (what the pages show of it), with its application and the resource servers
+     * it names (RFC 8707 `resource`, in the order asked; their names and scopes for the consent page).
+     */
     async pendingRequest(
       requestId: string,
       browser: string | undefined,
-    ): Promise<{ request: PendingRequest; app: Application } | undefined> {
+    ): Promise<{ request: PendingRequest; app: Application; resources: ResourceServer[] } | undefined> {
       const request = await findBound(requestId, browser);
       if (!request) return undefined;
       const app = await deps.applications.find(request.client_id);
-      return app ? { request: { id: request.id, params: request.params }, app } : undefined;
+      if (!app) return undefined;
+      const named = request.params.resource ?? [];
+      const all = named.length && deps.resourceServers ? await deps.resourceServers.list() : [];
+      const resources = named.flatMap((id) => all.filter((s) => s.identifier === id));
+      return { request: { id: request.id, params: request.params }, app, resources };
     },
 
     /** After a sign-in or sign-up on a request: records who signed in, in which session. */
