@@ -25,6 +25,7 @@ import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
 import { createAdminAuthHook } from './auth.js';
 import { registerAdminFactorRoutes } from './factors.js';
 import { registerAdminUpstreamRoutes } from './upstreams.js';
+import { registerAdminRegistrationTokenRoutes } from './registration-tokens.js';
 
 export interface AdminPluginOptions {
   adminApiToken: string;
@@ -311,6 +312,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
 
   registerAdminFactorRoutes(app, context);
   registerAdminUpstreamRoutes(app, context);
+  registerAdminRegistrationTokenRoutes(app, context);
 
   app.delete(
     '/users/:id',

@@ -48,7 +48,7 @@ import {
   sessionForCode,
 } from '../../db/repositories/issuance.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import type { Application } from '../domain/application.js';
+import { type Application, isSelfRegistered } from '../domain/application.js';
 import type { Config } from '../config.js';
 import {
   appendQuery,
@@ -80,6 +80,7 @@ import type { SessionContext } from '../domain/session.js';
 import { ACR_MFA, type FactorSummary, hasSecondFactor } from '../domain/mfa.js';
 import { sessionTouchSeconds } from './sessions.js';
 import type { KeyStore } from './key-store.js';
+import type { SelfRegistrationService } from './self-registration.js';
 
 export { appendQuery, type RawParams };
 
@@ -141,6 +142,8 @@ export function createAuthorizationService(deps: {
   keys: Pick<KeyStore, 'jwks'>;
   /** The user's second factors (services.factors), read when a request requires a level. */
   factors: { summary(userId: string): Promise<FactorSummary> };
+  /** Client ID metadata documents (an https client_id) and the last use of self-registered clients. */
+  selfRegistration?: Pick<SelfRegistrationService, 'resolve' | 'touch'>;
 }) {
   const { db, config } = deps;
   const issuer = config.issuer;
@@ -193,10 +196,11 @@ export function createAuthorizationService(deps: {
     }
     if (!clientId) throw new AuthorizeRenderError('invalid_request', 'client_id is required');
     if (clientId.length > 256) throw new AuthorizeRenderError('invalid_request', 'client_id is not valid');
-    const app = await deps.applications.find(clientId);
+    const app = await resolveClient(clientId);
     if (!app)
       throw new AuthorizeRenderError('invalid_client', 'unknown client_id', { detail: `client_id ${clientId}` });
     if (!app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
+    await deps.selfRegistration?.touch(app);
     if (!redirectUri) throw new AuthorizeRenderError('invalid_request', 'redirect_uri is required');
     // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or wildcard matching.
     if (!app.redirectUris.includes(redirectUri)) {
@@ -206,6 +210,23 @@ export function createAuthorizationService(deps: {
     // RFC 6749 §3.1: a parameter sent without a value is treated as omitted, here as on success.
     const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : undefined;
     return { app, redirectUri, state };
+  }
+
+  /** The application of a client_id; an https URL names a client ID metadata document (fetched when stale). */
+  async function resolveClient(clientId: string): Promise<Application | undefined> {
+    if (!deps.selfRegistration) return deps.applications.find(clientId);
+    try {
+      return await deps.selfRegistration.resolve(clientId);
+    } catch (error) {
+      if (error instanceof OAuthError && !(error instanceof AuthorizeRenderError)) {
+        throw new AuthorizeRenderError(
+          error.error,
+          error.error_description,
+          error.detail ? { detail: error.detail } : {},
+        );
+      }
+      throw error;
+    }
   }
 
   const notFound = () => new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
@@ -226,8 +247,13 @@ export function createAuthorizationService(deps: {
     ctx: SessionContext | undefined,
     app?: Application,
   ): Promise<StepInput> {
-    const remembered = ctx && (await findConsent(db, ctx.user.id, request.params.client_id));
-    const policy = policyOf(app ?? (await deps.applications.find(request.params.client_id)));
+    const client = app ?? (await deps.applications.find(request.params.client_id));
+    // A self-registered client always sees the consent page (decisions.md): no remembered consent counts for it.
+    const remembered =
+      ctx && !(client && isSelfRegistered(client))
+        ? await findConsent(db, ctx.user.id, request.params.client_id)
+        : undefined;
+    const policy = policyOf(client);
     const required = requiredAcr(request.params, policy) !== undefined;
     const factors = ctx && required ? await deps.factors.summary(ctx.user.id) : undefined;
     return {
@@ -328,7 +354,7 @@ export function createAuthorizationService(deps: {
    * otherwise.
    */
   async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string, app: Application) {
-    if (cookie.length > 100 || !ssoApplies(params)) return undefined;
+    if (cookie.length > 100 || !ssoApplies(params) || isSelfRegistered(app)) return undefined;
     const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
       idleSeconds: config.ttl.sessionIdle,
