@@ -59,6 +59,15 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
+/** RFC 7591 §3.1: the request is a JSON document; anything else is not client metadata. */
+function requireJson(request: FastifyRequest) {
+  if (!String(request.headers['content-type'] ?? '').startsWith('application/json')) {
+    throw new OAuthError('invalid_client_metadata', 'the registration request must be a JSON object', {
+      detail: `content-type ${String(request.headers['content-type']).slice(0, 100)}`,
+    });
+  }
+}
+
 function noStore(reply: FastifyReply) {
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
 }
@@ -92,6 +101,7 @@ const registrationPlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async 
     { bodyLimit: BODY_LIMIT, schema: { body: Metadata, response: { 201: Registered, ...errors } } },
     async (request, reply) => {
       await app.rateLimit(reply, 'REGISTRATION_IP', ipKey(request.ip));
+      requireJson(request);
       const registered = await app.services.selfRegistration.register(request.body, {
         initialToken: bearerToken(request),
         ip: request.ip,
@@ -120,6 +130,7 @@ const registrationPlugin: FastifyPluginAsyncTypebox<{ config: Config }> = async 
     },
     async (request, reply) => {
       await manage(request, reply);
+      requireJson(request);
       const client = await app.services.selfRegistration.replace(
         request.params.clientId,
         bearerToken(request),
