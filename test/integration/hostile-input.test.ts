@@ -37,7 +37,7 @@ const BASE = `http://127.0.0.1:${port}`;
 const { app, database } = await buildTestApp(t, {
   // Warnings and errors only: the test's log collector keeps every line, and a full run's request lines
   // (with their 20 KB URLs) would hold gigabytes.
-  env: { DEMO: 'on', WELCOME_PAGE: 'on', METRICS: 'on', BASE_URL: BASE, LOG_LEVEL: 'warn' },
+  env: { DEMO: 'on', WELCOME_PAGE: 'on', METRICS: 'on', BASE_URL: BASE, LOG_LEVEL: 'warn', REGISTRATION: 'token' },
 });
 await app.listen({ port, host: '127.0.0.1' });
 
