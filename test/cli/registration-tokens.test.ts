@@ -33,15 +33,14 @@ t.test('registration-tokens: create, list, revoke', { timeout: 280_000 }, async 
   exits(t, listed, 0);
   const items = parseJson<{ items: Token[] }>(listed).items;
   t.equal(items.length, 2);
-  t.notOk(items.some((i) => 'token' in i), 'the list never shows a token');
+  t.notOk(
+    items.some((i) => 'token' in i),
+    'the list never shows a token',
+  );
   t.match((await cli.run(['registration-tokens', 'list'])).stdout, /USES LEFT/);
 
   exits(t, await cli.run(['registration-tokens', 'revoke', token.id, '--yes']), 0);
   const after = parseJson<{ items: Token[] }>(await cli.run(['registration-tokens', 'list', '--json'])).items;
-  t.same(
-    after.map((i) => i.id).includes(token.id),
-    false,
-    'revoked',
-  );
+  t.same(after.map((i) => i.id).includes(token.id), false, 'revoked');
   exits(t, await cli.run(['registration-tokens', 'revoke', token.id, '--yes']), 1);
 });

@@ -440,8 +440,9 @@ const INTERNAL = new RegExp(
 );
 /** Hosted pages (HTML); everything else under /api answers JSON. */
 const isPage = (url: string) => !url.startsWith('/api/') || /^\/api\/auth\/oauth2\/(authorize|end-session)/.test(url);
-/** RFC 6749 §5.2 (and RFC 7009, RFC 7662) endpoints; UserInfo answers bearer errors first-party. */
-const isOAuth = (url: string) => /^\/api\/auth\/oauth2\/(token|revoke|introspect|authorize|end-session)/.test(url);
+/** RFC 6749 §5.2 (and RFC 7009, RFC 7662, RFC 7591/7592) endpoints; UserInfo answers bearer errors first-party. */
+const isOAuth = (url: string) =>
+  /^\/api\/auth\/(oauth2\/(token|revoke|introspect|authorize|end-session)|register)/.test(url);
 const FIRST_PARTY_KEYS = new Set(['error', 'message', 'details', 'missingScopes']);
 const OAUTH_KEYS = new Set(['error', 'error_description', 'error_uri', 'state']);
 
