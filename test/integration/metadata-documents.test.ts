@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
-import { adminHeaders, buildTestApp } from '../helpers/app.js';
+import { adminHeaders, buildTestApp, type TestApp } from '../helpers/app.js';
 import { cookiesOf, obtainCode, signInWithInject, tokenRequest } from '../helpers/flow.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
 import { addressProblem, cacheSeconds, fetchMetadataDocument } from '../../src/services/metadata-fetch.js';
@@ -104,6 +104,12 @@ const server: Server = createServer(
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 base = `https://localhost:${(server.address() as AddressInfo).port}`;
 t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+/** The document's freshness ends now: the next authorize fetches it again. */
+const expire = (db: TestApp['database']['db'], clientId: string) =>
+  sql`update applications set metadata_expires_at = now() - interval '1 second' where client_id = ${clientId}`.execute(
+    db,
+  );
 
 const ON = { CLIENT_ID_METADATA_DOCUMENTS: 'on', CLIENT_METADATA_CA_FILE: CA_FILE };
 
@@ -330,9 +336,7 @@ t.test('a document that changes its redirect URIs: the new list applies once the
   t.equal(hits.get('/changing.json'), 1);
 
   // Its freshness ends: the next authorize fetches it again, and only the new list counts.
-  await sql`update applications set metadata_expires_at = now() - interval '1 second' where client_id = ${clientId}`.execute(
-    database.db,
-  );
+  await expire(database.db, clientId);
   t.match(await refusal(app, clientId, REDIRECT), {
     status: 400,
     error_description: 'redirect_uri is not registered for this client',
@@ -365,9 +369,7 @@ t.test('disabled by the operator: refused, and stays refused when the document i
   });
   t.equal(disabled.statusCode, 200, disabled.body);
   t.match(await refusal(app, clientId), { status: 400, error_description: 'this application is disabled' });
-  await sql`update applications set metadata_expires_at = now() - interval '1 second' where client_id = ${clientId}`.execute(
-    database.db,
-  );
+  await expire(database.db, clientId);
   t.match(await refusal(app, clientId), { status: 400, error_description: 'this application is disabled' });
   t.equal(hits.get('/good-disabled.json'), 1, 'a disabled one is not even fetched');
   const tokens = await tokenRequest(app, {
