@@ -127,3 +127,28 @@ export async function deleteDeadRegistrationTokens(db: Db): Promise<number> {
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/**
+ * Everything users gave a client id ends: its grants, access and refresh tokens, and remembered consents. Run when
+ * a self-registered client goes (its own deletion, the clean-up) and when a metadata document's URL gets a new row
+ * after its old one was deleted: what was given to the deleted client does not come back with the new one.
+ * Answers how many live grants were revoked.
+ */
+export async function revokeClientGrants(db: Db, clientId: string): Promise<number> {
+  const grants = await db
+    .updateTable('grants')
+    .set({ revoked_at: sql`now()` })
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  for (const table of ['access_tokens', 'refresh_tokens'] as const) {
+    await db
+      .updateTable(table)
+      .set({ revoked_at: sql`now()` })
+      .where('client_id', '=', clientId)
+      .where('revoked_at', 'is', null)
+      .execute();
+  }
+  await db.deleteFrom('consents').where('client_id', '=', clientId).execute();
+  return Number(grants.numUpdatedRows);
+}

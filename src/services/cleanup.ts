@@ -8,7 +8,11 @@ import { deleteExpiredBatch, expiryRules, wipeExpiredSuccessors } from '../../db
 import { deleteExpiredRetiredKeys } from '../../db/repositories/signing-keys.js';
 import { notifyApplicationsChanged } from '../../db/repositories/applications.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import { deleteDeadRegistrationTokens, deleteUnusedSelfRegistered } from '../../db/repositories/self-registration.js';
+import {
+  deleteDeadRegistrationTokens,
+  deleteUnusedSelfRegistered,
+  revokeClientGrants,
+} from '../../db/repositories/self-registration.js';
 import type { Config } from '../config.js';
 import type { ServiceLog } from './log.js';
 
@@ -51,6 +55,7 @@ export function createCleanupJob(deps: {
         ? await deps.db.transaction().execute(async (trx) => {
             const ids = await deleteUnusedSelfRegistered(trx, days);
             for (const clientId of ids) {
+              await revokeClientGrants(trx, clientId);
               await notifyApplicationsChanged(trx, clientId);
               await appendAuditEvent(trx, {
                 type: 'application.deleted',

@@ -236,6 +236,7 @@ export function createSelfRegistrationService(deps: {
       await registered(clientId, token);
       await db.transaction().execute(async (trx) => {
         if (!(await repo.deleteApplicationRow(trx, clientId))) throw invalidRegistrationToken();
+        await self.revokeClientGrants(trx, clientId);
         await repo.notifyApplicationsChanged(trx, clientId);
         await appendAuditEvent(trx, {
           type: 'application.deleted',
@@ -310,6 +311,8 @@ export function createSelfRegistrationService(deps: {
           metadata_expires_at: new Date(now.getTime() + seconds * 1000),
         });
         if (!upserted) return undefined;
+        // A new row for this URL (none, or an operator deleted the old one): nothing given before comes back.
+        if (!row) await self.revokeClientGrants(trx, clientId);
         const before = row ? JSON.stringify(row.redirect_uris) : undefined;
         if (!row || before !== JSON.stringify(upserted.redirect_uris) || row.name !== upserted.name) {
           await repo.notifyApplicationsChanged(trx, clientId);

@@ -228,6 +228,41 @@ t.test('a good document: fetched once, cached, used as registered; consent names
   t.equal(del.statusCode, 204);
   await authorize(app, clientId);
   t.equal(hits.get('/good.json'), 2, 'a deleted one is fetched again at its next authorize');
+
+  // What users gave the deleted client does not come back with the new row of the same URL.
+  const second = await obtainCode(app, {
+    clientId,
+    redirectUri: REDIRECT,
+    email: 'doc@example.com',
+    password: PASSWORD,
+    scope: 'openid email',
+  });
+  const tokens2 = await tokenRequest(app, {
+    grant_type: 'authorization_code',
+    code: second.code,
+    code_verifier: second.verifier,
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+  });
+  t.equal(tokens2.statusCode, 200);
+  const bearer = { authorization: `Bearer ${tokens2.json().access_token}` };
+  t.equal((await app.inject({ url: '/api/external/me', headers: bearer })).statusCode, 200);
+  await app.inject({
+    method: 'DELETE',
+    url: `/api/admin/applications/${encodeURIComponent(clientId)}`,
+    headers: adminHeaders,
+  });
+  await authorize(app, clientId);
+  t.equal(hits.get('/good.json'), 3, 'the new row');
+  const after = await app.inject({ url: '/api/external/me', headers: bearer });
+  t.equal(after.statusCode, 401, "the deleted client's token stays dead under the new row");
+  const live = await database.db
+    .selectFrom('grants')
+    .select('id')
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  t.same(live, [], 'no live grant');
 });
 
 t.test('documents that are refused', async (t) => {
