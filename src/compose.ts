@@ -168,7 +168,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     }
   });
 
-  const selfRegistration = createSelfRegistrationService({ db: writes, config, applications });
+  const selfRegistration = createSelfRegistrationService({ db: writes, touchDb: db, config, applications });
 
   const resourceServers = createResourceServerService({
     db: writes,

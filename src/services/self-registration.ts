@@ -74,6 +74,11 @@ export function createSelfRegistrationService(deps: {
   db: Db;
   config: Config;
   applications: ApplicationService;
+  /**
+   * For last_used_at alone: the database without the write observer (invalidation.ts), since no cached value reads
+   * that column and an observed write to applications drops every cached application. Default: db.
+   */
+  touchDb?: Db;
   /** Bounds of a document fetch (the tests shorten the time). */
   fetchTimeoutMs?: number;
 }) {
@@ -341,7 +346,7 @@ export function createSelfRegistrationService(deps: {
       if (last !== undefined && Date.now() - last < TOUCH_EVERY_MS) return;
       if (touched.size > 10_000) touched.clear();
       touched.set(app.clientId, Date.now());
-      await self.touchSelfRegistered(db, app.clientId);
+      await self.touchSelfRegistered(deps.touchDb ?? db, app.clientId);
     },
 
     /** An initial access token for REGISTRATION=token: shown once, stored hashed. */
