@@ -10,6 +10,7 @@ import { reportError, UsageError } from '../../src/cli/errors.js';
 import type { Io } from '../../src/cli/io.js';
 import { keysCommand } from '../../src/cli/keys.js';
 import { migrateCommand } from '../../src/cli/migrate.js';
+import { resourcesCommand } from '../../src/cli/resources.js';
 import { registrationTokensCommand } from '../../src/cli/registration-tokens.js';
 import { seedCommand } from '../../src/cli/seed.js';
 import { serveCommand } from './serve.js';
@@ -29,7 +30,8 @@ Commands:
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
   upstreams <subcommand> sign in with another provider: list, add, show, update, remove, rotate-key
   registration-tokens <subcommand>  initial access tokens for REGISTRATION=token: list, create, revoke
-  seed FILE              create the applications, users and upstreams a seed file declares (idempotent)
+  resources <subcommand> your APIs (resource servers): list, add, show, update, remove
+  seed FILE              create the applications, users, upstreams and APIs a seed file declares (idempotent)
   keys <subcommand>      signing keys: list, rotate, retire
   admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default
@@ -59,6 +61,7 @@ const COMMANDS = new Map<string, Command>([
   ['apps', withSubcommand('apps', appsCommand)],
   ['users', withSubcommand('users', usersCommand)],
   ['upstreams', withSubcommand('upstreams', upstreamsCommand)],
+  ['resources', withSubcommand('resources', resourcesCommand)],
   ['registration-tokens', withSubcommand('registration-tokens', registrationTokensCommand)],
   ['keys', withSubcommand('keys', keysCommand)],
   ['admin', withSubcommand('admin', adminCommand)],
