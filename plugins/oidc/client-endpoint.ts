@@ -78,6 +78,12 @@ export async function authenticateClient(
     await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
     const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
     if (!client) throw new OAuthError('invalid_client', 'unknown client', { detail: `client_id ${clientId}` });
+    // A metadata document's client, once the operator has turned metadata documents off, is refused everywhere.
+    if (client.registration === 'metadata_document' && !app.services.selfRegistration.metadataDocumentsOn) {
+      throw new OAuthError('invalid_client', 'client ID metadata documents are not accepted here', {
+        detail: `client_id ${clientId}`,
+      });
+    }
     request.corsClient = client;
     if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
     if (presented.method !== client.tokenEndpointAuthMethod) {
@@ -94,6 +100,7 @@ export async function authenticateClient(
     } else if (presented.method === 'private_key_jwt') {
       await app.services.clientAssertions.verify(client, presented.assertion, clientEndpointOf(request));
     }
+    if (client.enabled) await app.services.selfRegistration.touch(client);
     return client;
   } catch (error) {
     if (authorization !== undefined && error instanceof OAuthError && error.error === 'invalid_client') {

@@ -22,7 +22,10 @@ export type OAuthErrorCode =
   | 'invalid_token'
   | 'insufficient_scope'
   // RFC 8707 §2: a resource indicator that is invalid, unknown, or not allowed to this client.
-  | 'invalid_target';
+  | 'invalid_target'
+  // RFC 7591 §3.2.2 (dynamic client registration)
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata';
 
 const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
@@ -147,6 +150,10 @@ export const ERROR_DESCRIPTIONS = {
     'the client assertion is invalid',
     'the client assertion was already used',
     'the keys of this client could not be fetched from its jwks_uri',
+    // client ID metadata documents (draft-ietf-oauth-client-id-metadata-document)
+    'client ID metadata documents are not accepted here',
+    'the client ID metadata document could not be fetched',
+    'the client ID metadata document is not valid for this client_id',
   ],
   invalid_grant: [
     'the authorization code is invalid, expired or already used',
@@ -203,7 +210,12 @@ export const ERROR_DESCRIPTIONS = {
   unmet_authentication_requirements: ['second factors are turned off here', 'the user did not give a second factor'],
   request_not_supported: ['request objects are not supported'],
   request_uri_not_supported: ['request_uri is not supported'],
-  invalid_token: [],
+  invalid_token: [
+    // RFC 7591 §3 (initial access token) and RFC 7592 §2 (registration access token)
+    'an initial access token is required to register a client',
+    'the initial access token is invalid, expired or used up',
+    'the registration access token is invalid',
+  ],
   insufficient_scope: [],
   // RFC 8707 §2 (authorize) and §2.2 (token endpoint).
   invalid_target: [
@@ -214,6 +226,24 @@ export const ERROR_DESCRIPTIONS = {
     'name at most one resource at the token endpoint',
     'resource is not one of the resources of the grant',
     'several resources were granted: name one of the granted resources with resource',
+  ],
+  invalid_redirect_uri: [
+    'redirect_uris is required and must list 1 to 20 URIs',
+    'a redirect URI must be https (or http on a loopback host), absolute, without fragment or credentials',
+  ],
+  invalid_client_metadata: [
+    'the registration request must be a JSON object',
+    'client_name must be a string of 1 to 200 characters',
+    'logo_uri must be an https URL',
+    'token_endpoint_auth_method must be none here (public PKCE clients only)',
+    'token_endpoint_auth_method must be none, client_secret_basic or client_secret_post',
+    'grant_types may hold authorization_code and refresh_token only',
+    'refresh_token needs the authorization_code grant type',
+    'response_types may hold code only',
+    'scope contains a value that is not known here',
+    'jwks and jwks_uri are not accepted (private_key_jwt is for applications an operator registers)',
+    'client_id does not match the client being updated',
+    'a metadata field has a value of the wrong type',
   ],
 } as const satisfies Record<OAuthErrorCode, readonly string[]>;
 

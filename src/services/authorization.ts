@@ -84,6 +84,7 @@ import { ACR_MFA, type FactorSummary, hasSecondFactor } from '../domain/mfa.js';
 import { sessionTouchSeconds } from './sessions.js';
 import type { KeyStore } from './key-store.js';
 import type { ResourceServerService } from './resource-servers.js';
+import type { SelfRegistrationService } from './self-registration.js';
 
 export { appendQuery, type RawParams };
 
@@ -147,6 +148,8 @@ export function createAuthorizationService(deps: {
   factors: { summary(userId: string): Promise<FactorSummary> };
   /** The resource servers (RFC 8707), read (cached) only by a request that names a resource or a scope of one. */
   resourceServers?: Pick<ResourceServerService, 'builtIn' | 'list'>;
+  /** Client ID metadata documents (an https client_id) and the last use of self-registered clients. */
+  selfRegistration?: Pick<SelfRegistrationService, 'resolve' | 'touch'>;
 }) {
   const { db, config } = deps;
   const issuer = config.issuer;
@@ -199,10 +202,11 @@ export function createAuthorizationService(deps: {
     }
     if (!clientId) throw new AuthorizeRenderError('invalid_request', 'client_id is required');
     if (clientId.length > 256) throw new AuthorizeRenderError('invalid_request', 'client_id is not valid');
-    const app = await deps.applications.find(clientId);
+    const app = await resolveClient(clientId);
     if (!app)
       throw new AuthorizeRenderError('invalid_client', 'unknown client_id', { detail: `client_id ${clientId}` });
     if (!app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
+    await deps.selfRegistration?.touch(app);
     if (!redirectUri) throw new AuthorizeRenderError('invalid_request', 'redirect_uri is required');
     // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or wildcard matching.
     if (!app.redirectUris.includes(redirectUri)) {
@@ -212,6 +216,23 @@ export function createAuthorizationService(deps: {
     // RFC 6749 §3.1: a parameter sent without a value is treated as omitted, here as on success.
     const state = typeof raw.state === 'string' && raw.state !== '' ? raw.state : undefined;
     return { app, redirectUri, state };
+  }
+
+  /** The application of a client_id; an https URL names a client ID metadata document (fetched when stale). */
+  async function resolveClient(clientId: string): Promise<Application | undefined> {
+    if (!deps.selfRegistration) return deps.applications.find(clientId);
+    try {
+      return await deps.selfRegistration.resolve(clientId);
+    } catch (error) {
+      if (error instanceof OAuthError && !(error instanceof AuthorizeRenderError)) {
+        throw new AuthorizeRenderError(
+          error.error,
+          error.error_description,
+          error.detail ? { detail: error.detail } : {},
+        );
+      }
+      throw error;
+    }
   }
 
   const notFound = () => new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
@@ -242,8 +263,13 @@ export function createAuthorizationService(deps: {
     ctx: SessionContext | undefined,
     app?: Application,
   ): Promise<StepInput> {
-    const remembered = ctx && (await findConsent(db, ctx.user.id, request.params.client_id));
-    const policy = policyOf(app ?? (await deps.applications.find(request.params.client_id)));
+    const client = app ?? (await deps.applications.find(request.params.client_id));
+    // A self-registered client always sees the consent page (decisions.md): no remembered consent counts for it.
+    const remembered =
+      ctx && !(client && isSelfRegistered(client))
+        ? await findConsent(db, ctx.user.id, request.params.client_id)
+        : undefined;
+    const policy = policyOf(client);
     const required = requiredAcr(request.params, policy) !== undefined;
     const factors = ctx && required ? await deps.factors.summary(ctx.user.id) : undefined;
     return {
@@ -345,7 +371,7 @@ export function createAuthorizationService(deps: {
    * otherwise.
    */
   async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string, app: Application) {
-    if (cookie.length > 100 || !ssoApplies(params)) return undefined;
+    if (cookie.length > 100 || !ssoApplies(params) || isSelfRegistered(app)) return undefined;
     const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
       idleSeconds: config.ttl.sessionIdle,
