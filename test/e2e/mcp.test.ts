@@ -298,7 +298,17 @@ async function connect(mcpUrl: string, authProvider: BrowserAuthProvider, log: s
   if (!authProvider.code) throw new Error('the SDK did not send the person to the authorization endpoint');
   await first.finishAuth(authProvider.code);
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  await client.connect(transport());
+  try {
+    await client.connect(transport());
+  } catch (error) {
+    // Say why the MCP server (docs/integration.md's program) refused the token it was given.
+    const server = mcpUrl === jwtMcpUrl ? jwtServer : introspectedServer;
+    const refusals = server.output().match(/refused a token: .*/g) ?? [];
+    throw new Error(
+      `with the token from the provider, the MCP server still refused the client (${(error as Error).message}); ` +
+        `its last refusal: ${refusals.at(-1) ?? 'none'}`,
+    );
+  }
   t.teardown(() => client.close());
   return client;
 }
