@@ -266,7 +266,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
       events,
     }),
     tokens: createTokenService({ db: writes }),
-    introspection: createIntrospectionService({ db, issuer: config.issuer, bearers, applications }),
+    introspection: createIntrospectionService({ db, issuer: config.issuer, bearers, applications, resourceServers }),
     bearers,
     signingKeys,
     cleanup: createCleanupJob({ db, config, log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS }),
