@@ -1,6 +1,5 @@
 // OAuth 2.0 Protected Resource Metadata (RFC 9728) of the built-in resource, /api/external: where a client that
 // meets a 401 there learns which authorization server issues its tokens (MCP clients start from it).
-import type { ResourceServer } from '../domain/resource-server.js';
 
 /** RFC 9728 §3.1: the well-known segment, inserted between the identifier's origin and its path. */
 export const PROTECTED_RESOURCE_WELL_KNOWN = '/.well-known/oauth-protected-resource';
@@ -23,7 +22,7 @@ export function protectedResourceMetadataUrl(identifier: string): string {
 
 /** RFC 9728 §2, the members this server fills for a resource whose tokens it issues as `issuer`. */
 export function protectedResourceMetadata(
-  resource: Pick<ResourceServer, 'identifier' | 'name' | 'scopes'>,
+  resource: { identifier: string; name: string; scopes: ReadonlyArray<{ name: string }> },
   issuer: string,
 ) {
   return {

@@ -72,9 +72,8 @@ async function userTokens(audience: string | null) {
     password: 'rs-password-1',
     scope: 'openid email offline_access',
   });
-  await sql`update access_tokens set audience = ${audience} where token_hash = ${hashToken(tokens.access_token)}`.execute(
-    database.db,
-  );
+  const hash = hashToken(tokens.access_token);
+  await sql`update access_tokens set audience = ${audience} where token_hash = ${hash}`.execute(database.db);
   return tokens;
 }
 
