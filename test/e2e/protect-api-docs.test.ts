@@ -14,6 +14,7 @@ import t, { type Test } from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import * as jose from 'jose';
 import { sql } from 'kysely';
 import { startTestServer } from '../helpers/server.js';
 import { freePort, markedBlock, PROGRAMS_DIR, ROOT, runProgram, signInAndConsent } from '../helpers/programs.js';
@@ -87,6 +88,12 @@ writeFileSync(join(PROGRAMS_DIR, 'access-token.ts'), example('protect-api-helper
 const helper = (await import(join(PROGRAMS_DIR, 'access-token.ts'))) as Helper;
 const root = t;
 let api: ReturnType<typeof runProgram> | undefined;
+/** 'InvalidToken' when the helper refuses the token as it should, else what happened. */
+const outcome = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'accepted',
+    (error: unknown) => (error instanceof helper.InvalidToken ? 'InvalidToken' : String(error)),
+  );
 
 const notes = (token?: string) =>
   fetch(`${API_URL}/notes`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
@@ -244,4 +251,54 @@ t.test('a JWT access token for the API: checked by the helper as RFC 9068 §4 sa
     clientSecret: apiSecret,
   });
   t.equal(introspected.clientId, 'my-app');
+});
+
+t.test('the helper checks every rule of RFC 9068 §4 (JWTs made here with the provider’s key)', async (t) => {
+  // The helper's refusals, each alone. The tokens are made here as RFC 9068 §2 and the issue's design describe
+  // them (header typ at+jwt, alg and kid of the current signing key; iss, aud, sub, client_id, iat, exp, jti,
+  // scope), signed with the provider's own current key: what is under test is the helper, not the issuing.
+  const current = await ctx.app.services.keys.currentKey();
+  const now = Math.floor(Date.now() / 1000);
+  const claims = {
+    iss: issuer,
+    aud: API_URL,
+    sub: 'user-1',
+    client_id: 'my-app',
+    iat: now,
+    exp: now + 300,
+    jti: randomBytes(16).toString('hex'),
+    scope: 'notes:read',
+  };
+  const make = (
+    change: Record<string, unknown> = {},
+    header: Record<string, unknown> = {},
+    key: jose.CryptoKey | Uint8Array = current.key,
+  ) =>
+    new jose.SignJWT({ ...claims, ...change })
+      .setProtectedHeader({ alg: current.alg, kid: current.kid, typ: 'at+jwt', ...header })
+      .sign(key);
+  const check = (token: string, audience = API_URL) => helper.verifyAccessToken(token, { issuer, audience });
+
+  t.same(await check(await make()), { sub: 'user-1', clientId: 'my-app', scopes: ['notes:read'] }, 'a good one');
+  t.equal((await notes(await make())).status, 200, 'the API lets it in');
+  const forbidden = await notes(await make({ scope: 'notes:write' }));
+  t.equal(forbidden.status, 403, 'the API checks the scope');
+  const { privateKey: foreign } = await jose.generateKeyPair(current.alg);
+  const unsigned = new jose.UnsecuredJWT({ ...claims }).encode();
+  for (const [label, token] of [
+    ['typ JWT (an ID token, say)', await make({}, { typ: 'JWT' })],
+    ['no typ', await make({}, { typ: undefined })],
+    ['another issuer', await make({ iss: `${issuer}x` })],
+    ['another audience', await make({ aud: 'https://other.example.com' })],
+    ['the built-in audience', await make({ aud: `${ctx.baseUrl}/api/external` })],
+    ['expired', await make({ iat: now - 600, exp: now - 120 })],
+    ['no exp', await make({ exp: undefined })],
+    ['no client_id', await make({ client_id: undefined })],
+    ['signed by another key under the same kid', await make({}, {}, foreign)],
+    ['alg none', unsigned],
+    ['HS256 (a shared secret)', await make({}, { alg: 'HS256' }, new TextEncoder().encode('secret'))],
+  ] as const) {
+    t.equal(await outcome(check(token)), 'InvalidToken', label);
+    t.equal((await notes(token)).status, 401, `${label}: 401 at the API`);
+  }
 });
