@@ -23,6 +23,11 @@ import {
   UpstreamProviderCreateSchema,
   type UpstreamProviderCreate,
 } from './domain/upstream-config.js';
+import {
+  type ResourceServerCreate,
+  ResourceServerCreateSchema,
+  resourceServerProblems,
+} from './domain/resource-server.js';
 import { AppError, type FieldProblem } from './errors.js';
 import { isCommonPassword } from './passwords.js';
 import { schemaProblems } from './validate.js';
@@ -80,6 +85,14 @@ export interface SeedUpstream {
   given: string[];
 }
 
+/** A resource server (issue 36): the admin API's create body. */
+export interface SeedResourceServer {
+  entry: string;
+  input: ResourceServerCreate;
+  /** The fields the file gives (but the identifier): what an existing one is compared on. */
+  given: Array<Exclude<keyof ResourceServerCreate, 'identifier'>>;
+}
+
 export interface SeedPlan {
   /** As messages name it: relative to the working directory when under it. */
   file: string;
@@ -87,6 +100,8 @@ export interface SeedPlan {
   users: SeedUser[];
   /** Absent in plans made before issue 35 (tests build plans by hand): none. */
   upstreams?: SeedUpstream[];
+  /** Absent in plans made before issue 36: none. */
+  resourceServers?: SeedResourceServer[];
 }
 
 const Replace = Type.Optional(
@@ -131,7 +146,14 @@ const SeedUpstreamSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const FILE_FIELDS = ['applications', 'users', 'upstreams'];
+const FILE_FIELDS = ['applications', 'users', 'upstreams', 'resourceServers'];
+type ListKey = 'applications' | 'users' | 'upstreams' | 'resourceServers';
+const ENTRY_KEYS: Record<ListKey, string> = {
+  applications: 'clientId',
+  users: 'email',
+  upstreams: 'id',
+  resourceServers: 'identifier',
+};
 
 /** `redirectUris.0` (the schema checker's path) as a reader writes it: `redirectUris[0]`. */
 const fieldPath = (field: string) => field.replace(/\.(\d+)(?=\.|$)/g, '[$1]');
@@ -161,8 +183,8 @@ function knownFields(value: unknown, properties: object): unknown {
   return Object.fromEntries(Object.entries(value).filter(([key]) => Object.hasOwn(properties, key)));
 }
 
-function entryName(kind: 'applications' | 'users' | 'upstreams', i: number, value: unknown): string {
-  const key = kind === 'applications' ? 'clientId' : kind === 'users' ? 'email' : 'id';
+function entryName(kind: ListKey, i: number, value: unknown): string {
+  const key = ENTRY_KEYS[kind];
   const id = (value as Record<string, unknown> | null)?.[key];
   return typeof id === 'string' ? `${kind}[${i}] (${key} ${JSON.stringify(id)})` : `${kind}[${i}]`;
 }
@@ -376,6 +398,47 @@ function checkUpstreams(
   });
 }
 
+/**
+ * Resource servers (issue 36): the admin API's create body and its rules (the built-in /api/external and scope names
+ * held by servers already in the database are checked when applied), identifiers and scope names once in the file.
+ */
+function checkResourceServers(list: unknown[], problems: SeedProblem[]): SeedResourceServer[] {
+  const identifiers = new Map<string, string>();
+  const scopes = new Map<string, string>();
+  return list.map((value, i) => {
+    const entry = entryName('resourceServers', i, value);
+    const here = `resourceServers[${i}]`;
+    problems.push(...toSeedProblems(entry, schemaProblems(ResourceServerCreateSchema, value)));
+    const known = knownFields(value, ResourceServerCreateSchema.properties);
+    const input = (known ?? {}) as ResourceServerCreate;
+    if (typeof input.identifier === 'string') {
+      const first = identifiers.get(input.identifier);
+      if (first) problems.push({ entry, field: 'identifier', message: `the same identifier as ${first}` });
+      else identifiers.set(input.identifier, here);
+    }
+    if (schemaProblems(ResourceServerCreateSchema, known).length === 0) {
+      const rules = resourceServerProblems(
+        {
+          identifier: input.identifier,
+          scopes: input.scopes ?? [],
+          allowedClients: input.allowedClients ?? [],
+          introspectionClients: input.introspectionClients ?? [],
+        },
+        '',
+      );
+      problems.push(...toSeedProblems(entry, rules));
+      (input.scopes ?? []).forEach((scope, j) => {
+        const owner = scopes.get(scope.name);
+        if (owner && owner !== here)
+          problems.push({ entry, field: `scopes[${j}].name`, message: `"${scope.name}" is a scope of ${owner} too` });
+        else scopes.set(scope.name, here);
+      });
+    }
+    const given = Object.keys(input).filter((k) => k !== 'identifier') as SeedResourceServer['given'];
+    return { entry, input, given };
+  });
+}
+
 /** Checks a parsed seed file; throws a SeedError listing every problem. */
 export function parseSeed(json: unknown, file: string, env: Record<string, string | undefined>): SeedPlan {
   if (!json || typeof json !== 'object' || Array.isArray(json)) {
@@ -383,7 +446,9 @@ export function parseSeed(json: unknown, file: string, env: Record<string, strin
       {
         entry: '',
         field: '',
-        message: 'must be a JSON object { "applications": [...], "users": [...], "upstreams": [...] }',
+        message:
+          'must be a JSON object { "applications": [...], "users": [...], "upstreams": [...], ' +
+          '"resourceServers": [...] }',
       },
     ]);
   }
@@ -391,10 +456,10 @@ export function parseSeed(json: unknown, file: string, env: Record<string, strin
   const top = json as Record<string, unknown>;
   for (const key of Object.keys(top)) {
     if (!FILE_FIELDS.includes(key)) {
-      problems.push({ entry: '', field: key, message: 'is not a known field (applications, users, upstreams)' });
+      problems.push({ entry: '', field: key, message: `is not a known field (${FILE_FIELDS.join(', ')})` });
     }
   }
-  const listOf = (key: 'applications' | 'users' | 'upstreams'): unknown[] => {
+  const listOf = (key: ListKey): unknown[] => {
     const value = top[key];
     if (value === undefined) return [];
     if (Array.isArray(value)) return value;
@@ -404,8 +469,9 @@ export function parseSeed(json: unknown, file: string, env: Record<string, strin
   const applications = checkApplications(listOf('applications'), env, problems);
   const users = checkUsers(listOf('users'), env, problems);
   const upstreams = checkUpstreams(listOf('upstreams'), env, problems);
+  const resourceServers = checkResourceServers(listOf('resourceServers'), problems);
   if (problems.length) throw new SeedError(file, problems);
-  return { file, applications, users, upstreams };
+  return { file, applications, users, upstreams, resourceServers };
 }
 
 /** How a path appears in messages: relative to the working directory when it lies under it. */

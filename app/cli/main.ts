@@ -10,6 +10,7 @@ import { reportError, UsageError } from '../../src/cli/errors.js';
 import type { Io } from '../../src/cli/io.js';
 import { keysCommand } from '../../src/cli/keys.js';
 import { migrateCommand } from '../../src/cli/migrate.js';
+import { resourcesCommand } from '../../src/cli/resources.js';
 import { seedCommand } from '../../src/cli/seed.js';
 import { serveCommand } from './serve.js';
 import { upstreamsCommand } from '../../src/cli/upstreams.js';
@@ -27,7 +28,8 @@ Commands:
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete, secret
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
   upstreams <subcommand> sign in with another provider: list, add, show, update, remove, rotate-key
-  seed FILE              create the applications, users and upstreams a seed file declares (idempotent)
+  resources <subcommand> your APIs (resource servers): list, add, show, update, remove
+  seed FILE              create the applications, users, upstreams and APIs a seed file declares (idempotent)
   keys <subcommand>      signing keys: list, rotate, retire
   admin setup-link       print a one-time link to create the first admin (only while there is none)
   env                    list every environment variable with its default
@@ -57,6 +59,7 @@ const COMMANDS = new Map<string, Command>([
   ['apps', withSubcommand('apps', appsCommand)],
   ['users', withSubcommand('users', usersCommand)],
   ['upstreams', withSubcommand('upstreams', upstreamsCommand)],
+  ['resources', withSubcommand('resources', resourcesCommand)],
   ['keys', withSubcommand('keys', keysCommand)],
   ['admin', withSubcommand('admin', adminCommand)],
   ['seed', seedCommand],

@@ -5,7 +5,13 @@ import { type DatabaseHandle, type Db, migrateToLatest, openConfiguredDatabase }
 import { createPasswordHasher, type PasswordHasher } from '../../src/passwords.js';
 import { resolveSecretKey } from '../../src/secret-key.js';
 import { loadSeedFile, type SeedPlan } from '../../src/seed.js';
-import { applySeed, describeOutcome, type SeedUpstreamStore } from '../../src/services/seed.js';
+import {
+  applySeed,
+  describeOutcome,
+  resourceStoreFor,
+  type SeedResourceStore,
+  type SeedUpstreamStore,
+} from '../../src/services/seed.js';
 import { upstreamStoreFor } from '../../src/services/upstreams/providers.js';
 import type { StaticApplications } from '../../src/services/applications.js';
 import { loadStaticApplications } from '../../src/static-applications.js';
@@ -30,6 +36,7 @@ async function seed(
     staticApplications: StaticApplications;
     passwords: PasswordHasher;
     upstreams: (db: Db) => SeedUpstreamStore;
+    resourceServers: (db: Db) => SeedResourceStore;
   },
   say: (line: string) => void,
 ) {
@@ -58,7 +65,9 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
       ((db: Db) => {
         const staticApplications = loadStaticApplications(config.staticApplicationsFile);
         const passwords = createPasswordHasher(config.passwordHash);
-        return seed(plan, { db, staticApplications, passwords, upstreams: upstreamStoreFor(config) }, io.out);
+        const upstreams = upstreamStoreFor(config);
+        const resourceServers = resourceStoreFor(config);
+        return seed(plan, { db, staticApplications, passwords, upstreams, resourceServers }, io.out);
       });
     return runPrimary(config, io, beforeFork);
   }
@@ -70,7 +79,14 @@ export async function serveCommand(rest: string[], io: Io): Promise<void> {
     (async (app: FastifyInstance) => {
       try {
         const { db, staticApplications, services } = app;
-        const deps = { db, staticApplications, passwords: services.passwords, upstreams: upstreamStoreFor(config) };
+        const deps = {
+          db,
+          staticApplications,
+          passwords: services.passwords,
+          upstreams: upstreamStoreFor(config),
+          // The server's own registry drops its cached list after each change the seed makes.
+          resourceServers: resourceStoreFor(config, () => services.resourceServers.forget()),
+        };
         await seed(plan, deps, (line) => app.log.info({ seedFile: plan.file }, line));
       } catch (error) {
         await app.database.close(); // the app never became ready: nothing else closes it

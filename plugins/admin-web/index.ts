@@ -1,6 +1,5 @@
-// The admin web under ADMIN_URL's path: applications, users, sign-in providers, signing keys, audit log, and the
-// first-admin
-// setup link. Server-rendered, no JavaScript, CSRF on every form, the hosted pages' security headers.
+// The admin web under ADMIN_URL's path: applications, users, sign-in providers, APIs, signing keys, audit log, and
+// the first-admin setup link. Server-rendered, no JavaScript, CSRF on every form, the hosted pages' security headers.
 // Access: a hosted-login session of a user with the admin role (signed-out visitors go to sign-in and
 // come back; others get 403). Dangerous actions (delete, rotate) need a password entered within
 // ADMIN_FRESHNESS, else the admin signs in again first. Every change goes through the same services as
@@ -16,6 +15,7 @@ import { registerAuditRoutes } from './audit.js';
 import { registerFactorRoutes } from './factors.js';
 import { createAdminContext, first, Form } from './context.js';
 import { registerKeyRoutes } from './keys.js';
+import { registerResourceServerRoutes } from './resource-servers.js';
 import { registerSetupRoutes } from './setup.js';
 import { registerUpstreamRoutes } from './upstreams.js';
 import { registerUserRoutes } from './users.js';
@@ -56,6 +56,7 @@ const adminWeb: FastifyPluginAsyncTypebox<{ config: Config; adminPath: string }>
   registerUserRoutes(context);
   registerFactorRoutes(context);
   registerUpstreamRoutes(context);
+  registerResourceServerRoutes(context);
   registerKeyRoutes(context);
   registerAuditRoutes(context);
 };

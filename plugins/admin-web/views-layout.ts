@@ -94,7 +94,7 @@ export function layout(
       f
         ? html`<header class="top"><strong>idp admin</strong><nav class="row">\
 ${nav('applications', 'Applications')}${nav('users', 'Users')}${nav('upstreams', 'Sign-in providers')}\
-${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
+${nav('apis', 'APIs')}${nav('keys', 'Signing keys')}${nav('audit', 'Audit log')}</nav>
 <span class="who">${f.email}</span>\
 ${postButton({ action: `${f.adminPath}/sign-out`, csrf: f.csrf, label: 'Sign out' })}</header>`
         : ''

@@ -23,6 +23,14 @@ export {
   upstreamList,
   upstreamView,
 } from './views-upstreams.js';
+export {
+  type ApiForm,
+  apiForm,
+  apiList,
+  apiView,
+  formFromApi,
+  type ScopeRow,
+} from './views-resource-servers.js';
 export { keysPage } from './views-keys.js';
 export { auditPage } from './views-audit.js';
 export { messagePage, setupPage } from './views-setup.js';

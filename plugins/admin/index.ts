@@ -24,6 +24,7 @@ import { optionalBody } from '../../src/validate.js';
 import { ErrorSchema, ListQuerySchema } from '../../schemas/common.js';
 import { createAdminAuthHook } from './auth.js';
 import { registerAdminFactorRoutes } from './factors.js';
+import { registerAdminResourceServerRoutes } from './resource-servers.js';
 import { registerAdminUpstreamRoutes } from './upstreams.js';
 
 export interface AdminPluginOptions {
@@ -311,6 +312,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
 
   registerAdminFactorRoutes(app, context);
   registerAdminUpstreamRoutes(app, context);
+  registerAdminResourceServerRoutes(app, context);
 
   app.delete(
     '/users/:id',

@@ -66,12 +66,23 @@ const FLAGS: Record<string, string> = {
   allowedDomains: '--allowed-domain',
   ssoDomains: '--sso-domain',
   rotateKey: 'rotate-key',
+  // Resource servers (idp resources); scopes is --scope, as above.
+  identifier: 'the identifier',
+  accessTokenFormat: '--format',
+  accessTokenTtl: '--ttl',
+  allowedClients: '--allow-client',
+  allowSelfRegistered: '--allow-self-registered',
+  introspectionClients: '--introspection-client',
 };
 
-/** `redirectUris.0` → `--redirect-uri #1`; a field the CLI has no flag for keeps its name. */
+/**
+ * `redirectUris.0` → `--redirect-uri #1`, `scopes.0.name` → `--scope #1 (name)`; a field the CLI has no flag for
+ * keeps its name.
+ */
 export function flagOf(field: string): string {
   const [name, index, ...rest] = field.split('.');
   const flag = FLAGS[name ?? ''];
+  if (flag && rest.length && /^\d+$/.test(index ?? '')) return `${flag} #${Number(index) + 1} (${rest.join('.')})`;
   if (!flag || rest.length) return field;
   return index === undefined ? flag : /^\d+$/.test(index) ? `${flag} #${Number(index) + 1}` : field;
 }

@@ -142,8 +142,8 @@ export function resourceServerProblems(
   const seen = new Set<string>();
   server.scopes.forEach((scope, i) => {
     if ((SCOPE_NAMES as readonly string[]).includes(scope.name))
-      problems.push({ field: `scopes/${i}/name`, message: `"${scope.name}" is a built-in scope` });
-    if (seen.has(scope.name)) problems.push({ field: `scopes/${i}/name`, message: `"${scope.name}" is repeated` });
+      problems.push({ field: `scopes.${i}.name`, message: `"${scope.name}" is a built-in scope` });
+    if (seen.has(scope.name)) problems.push({ field: `scopes.${i}.name`, message: `"${scope.name}" is repeated` });
     seen.add(scope.name);
   });
   if (new Set(server.allowedClients).size !== server.allowedClients.length)

@@ -94,7 +94,7 @@ export function createResourceServerService(deps: {
     scopes.forEach((scope, i) => {
       const owner = others.find((row) => row.scopes.some((s) => s.name === scope.name));
       if (owner)
-        problems.push({ field: `scopes/${i}/name`, message: `"${scope.name}" belongs to ${owner.identifier}` });
+        problems.push({ field: `scopes.${i}.name`, message: `"${scope.name}" belongs to ${owner.identifier}` });
     });
     return problems;
   }

@@ -33,15 +33,18 @@ import {
 } from '../domain/upstream-config.js';
 import type { UpstreamProvider } from '../domain/upstream.js';
 import type { PasswordHasher } from '../passwords.js';
+import type { ResourceServer, ResourceServerCreate, ResourceServerUpdate } from '../domain/resource-server.js';
+import { AppError, validationError } from '../errors.js';
 import { SeedError, type SeedPlan, type SeedProblem } from '../seed.js';
 import { createApplicationService, type ActorContext, type StaticApplications } from './applications.js';
+import { createResourceServerService } from './resource-servers.js';
 import { revokeUserAccess } from './revocation.js';
 import { toUser } from './rows.js';
 import { createUserService } from './users.js';
 
 export interface SeedOutcome {
-  type: 'application' | 'user' | 'upstream';
-  /** The client id, the e-mail address, or the upstream provider's id. */
+  type: 'application' | 'user' | 'upstream' | 'resource';
+  /** The client id, the e-mail address, the upstream provider's id, or the resource server's identifier. */
   key: string;
   /** The user's id. */
   id?: string;
@@ -56,6 +59,13 @@ export interface SeedUpstreamStore {
   credentials(id: string): Promise<{ clientSecret: string | null } | undefined>;
   create(input: UpstreamProviderCreate, context: ActorContext): Promise<unknown>;
   update(id: string, input: UpstreamProviderUpdate, context: ActorContext): Promise<unknown>;
+}
+
+/** What the seed needs of the resource-server registry (src/services/resource-servers.ts), over its transaction. */
+export interface SeedResourceStore {
+  find(identifier: string): Promise<ResourceServer | undefined>;
+  create(input: ResourceServerCreate, context: ActorContext): Promise<unknown>;
+  update(identifier: string, input: ResourceServerUpdate, context: ActorContext): Promise<unknown>;
 }
 
 export interface SeedOptions {
@@ -147,6 +157,11 @@ export async function applySeed(
      * SECRET_KEY): needed when the file has upstreams. Handed in: services/upstreams sits above this module.
      */
     upstreams?: ((db: Db) => SeedUpstreamStore) | undefined;
+    /**
+     * The resource-server registry over the seed's transaction (resourceStoreFor): needed when the file has
+     * resourceServers. Handed in, so the server's own registry can drop its cached list after the seed.
+     */
+    resourceServers?: ((db: Db) => SeedResourceStore) | undefined;
   },
   plan: SeedPlan,
   context: ActorContext,
@@ -295,6 +310,7 @@ export async function applySeed(
     }
 
     await seedUpstreams(db, plan, deps, context, options, outcomes);
+    await seedResourceServers(db, plan, deps, context, options, outcomes);
   };
   await deps.db.transaction().execute(run);
   return outcomes;
@@ -344,6 +360,62 @@ async function seedUpstreams(
     const all = secretChanged ? [...fields, 'clientSecret'] : fields;
     outcomes.push({ type: 'upstream', key: input.id, action: all.length ? 'updated' : 'unchanged', fields: all });
   }
+}
+
+/**
+ * The file's resource servers (issue 36), by identifier: a missing one is created; an existing one is updated in the
+ * fields the file gives that differ. The seed owns the identifiers it lists (no "created by" mark), as for upstream
+ * providers. The registry's rules that need the database (the built-in identifier, a scope name another server
+ * holds) come back as the seed's problems, naming the entry.
+ */
+async function seedResourceServers(
+  db: Db,
+  plan: SeedPlan,
+  deps: { resourceServers?: ((db: Db) => SeedResourceStore) | undefined },
+  context: ActorContext,
+  options: SeedOptions,
+  outcomes: SeedOutcome[],
+): Promise<void> {
+  const list = plan.resourceServers ?? [];
+  if (list.length === 0) return;
+  if (!deps.resourceServers) throw new Error('applySeed: the file has resourceServers, and no registry was given');
+  const registry = deps.resourceServers(db);
+  for (const { entry, input, given } of list) {
+    try {
+      const current = await registry.find(input.identifier);
+      if (current?.builtIn)
+        throw validationError([
+          { field: 'identifier', message: 'is the built-in resource (/api/external), not declared' },
+        ]);
+      if (!current) {
+        if (!options.dryRun) await registry.create(input, context);
+        outcomes.push({ type: 'resource', key: input.identifier, action: 'created', fields: [] });
+        continue;
+      }
+      const fields = given.filter((k) => !same(current[k], input[k]));
+      if (fields.length && !options.dryRun) {
+        await registry.update(input.identifier, Object.fromEntries(fields.map((k) => [k, input[k]])), context);
+      }
+      const action = fields.length ? 'updated' : 'unchanged';
+      outcomes.push({ type: 'resource', key: input.identifier, action, fields });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.statusCode !== 400) throw error;
+      const details = error.details ?? [{ field: '', message: error.message }];
+      throw new SeedError(
+        plan.file,
+        details.map((d) => ({ entry, field: d.field.replace(/\.(\d+)(?=\.|$)/g, '[$1]'), message: d.message })),
+      );
+    }
+  }
+}
+
+/** The registry the seed writes through (its transaction as `db`); `onChange`: after each change. */
+export function resourceStoreFor(
+  config: { baseUrl: string; ttl: { accessToken: number } },
+  onChange?: () => void,
+): (db: Db) => SeedResourceStore {
+  return (db) =>
+    createResourceServerService({ db, baseUrl: config.baseUrl, accessTokenTtl: config.ttl.accessToken, onChange });
 }
 
 /**

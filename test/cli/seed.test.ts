@@ -24,6 +24,15 @@ const SEED = {
     { email: 'ci@example.com', name: 'CI User', permissions: ['orders:read'], passwordEnv: 'CI_PASSWORD' },
     { email: 'admin@example.com', role: 'admin', passwordEnv: 'CI_PASSWORD' },
   ],
+  // An API (issue 36) the application may ask tokens for.
+  resourceServers: [
+    {
+      identifier: 'http://localhost:8081/api',
+      name: 'CI API',
+      scopes: [{ name: 'ci:read', label: 'Read', consentDescription: 'Read your CI data' }],
+      allowedClients: ['ci-app'],
+    },
+  ],
 };
 
 function writeSeed(cli: CliContext, name: string, content: unknown): string {
@@ -55,11 +64,12 @@ t.test('idp seed: creates, then changes nothing the second time, then follows th
   exits(t, first, 0);
   t.match(first.stdout, /^created application ci-app$/m);
   t.match(first.stdout, /^created user ci@example\.com$/m);
-  t.match(first.stderr, /3 created, 0 updated, 0 unchanged/);
+  t.match(first.stdout, /^created resource http:\/\/localhost:8081\/api$/m);
+  t.match(first.stderr, /4 created, 0 updated, 0 unchanged/);
   const before = await snapshot(cli);
   t.equal(before.applications.length, 1);
   t.equal(before.users.length, 2);
-  t.same(before.audit, ['application.created', 'user.created', 'user.created']);
+  t.same(before.audit, ['application.created', 'resource_server.created', 'user.created', 'user.created']);
 
   const second = await cli.run(['seed', file, '--json']);
   exits(t, second, 0);
@@ -70,6 +80,7 @@ t.test('idp seed: creates, then changes nothing the second time, then follows th
       ['ci-app', 'unchanged'],
       ['ci@example.com', 'unchanged'],
       ['admin@example.com', 'unchanged'],
+      ['http://localhost:8081/api', 'unchanged'],
     ],
   );
   t.same(await snapshot(cli), before, 'the second run wrote nothing: same rows, same updated_at, no audit event');
@@ -226,7 +237,14 @@ t.test('SEED_FILE at serve start: seeded before listening; a bad file stops the 
   exits(t, clash, 1);
   t.match(clash.stderr, /clientId: is a static application/);
 
-  const server = await startServe(t, { ...cli.env, SEED_FILE: file, PORT: '0', LOG_LEVEL: 'info', HOST: '127.0.0.1' });
+  const server = await startServe(t, {
+    ...cli.env,
+    SEED_FILE: file,
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    HOST: '127.0.0.1',
+    ADMIN_API_TOKEN: 'seed-test-admin-token-0123456789',
+  });
   const app = await fetch(`${server.url}/api/public/applications/ci-app`);
   t.equal(app.status, 200, 'the seeded application answers as soon as the server listens');
   const signIn = await fetch(`${server.url}/api/auth/sign-in`, {
@@ -235,7 +253,14 @@ t.test('SEED_FILE at serve start: seeded before listening; a bad file stops the 
     body: JSON.stringify({ email: 'ci@example.com', password: PASSWORD }),
   });
   t.equal(signIn.status, 200, 'the seeded user signs in');
-  t.match(server.output(), /seed file .*seed\.json applied: 3 created, 0 updated, 0 unchanged/);
+  t.match(server.output(), /seed file .*seed\.json applied: 4 created, 0 updated, 0 unchanged/);
+  const api = await fetch(
+    `${server.url}/api/admin/resource-servers/${encodeURIComponent('http://localhost:8081/api')}`,
+    {
+      headers: { authorization: 'Bearer seed-test-admin-token-0123456789' },
+    },
+  );
+  t.equal(api.status, 200, 'the seeded API is registered');
   server.child.kill('SIGTERM');
   t.equal((await server.exited).code, 0);
 });

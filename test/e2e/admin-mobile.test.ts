@@ -40,6 +40,17 @@ t.test('every admin page fits a 390 px wide phone', { timeout: 240000, skip: chr
   );
   await app.services.applications.update(application.clientId, { clientDescription: 'Changed' }, actor);
   await app.services.signingKeys.rotate(actor, { force: true });
+  const api = await app.services.resourceServers.create(
+    {
+      identifier: 'https://a-long-api-host-name.example.com/v1/orders-and-everything-else-about-them',
+      name: 'An API with a long identifier',
+      scopes: [
+        { name: 'orders:read-everything', label: 'Read every order', consentDescription: 'See every order you placed' },
+      ],
+      allowedClients: [application.clientId],
+    },
+    actor,
+  );
   // The person signs in (a session and audit events with an IP and a detail).
   await app.services.accounts.signIn({ email: person.email, password }, { ip: '203.0.113.10', userAgent: 'phone' });
 
@@ -68,6 +79,11 @@ t.test('every admin page fits a 390 px wide phone', { timeout: 240000, skip: chr
     ['users', '/users'],
     ['user', `/users/${person.id}`],
     ['user-delete', `/users/${person.id}/delete`],
+    ['apis', '/apis'],
+    ['api-new', '/apis/new'],
+    ['api', `/apis/${encodeURIComponent(api.identifier)}`],
+    ['api-edit', `/apis/${encodeURIComponent(api.identifier)}/edit`],
+    ['api-delete', `/apis/${encodeURIComponent(api.identifier)}/delete`],
     ['keys', '/keys'],
     ['keys-rotate', '/keys/rotate'],
     ['audit', '/audit'],

@@ -100,6 +100,9 @@ await app.services.upstreams.providers.create({
   clientId: 'hostile',
   clientSecret: 'hostile-secret',
 });
+// A resource server (issue 36), addressed by its percent-encoded identifier in the admin API and the admin web.
+const resourceId = 'https://api.example.com/hostile';
+await app.services.resourceServers.create({ identifier: resourceId, name: 'Hostile API' });
 const sessionId = (
   await app.inject({ method: 'GET', url: `/api/admin/users/${userId}/sessions`, headers: adminHeaders })
 ).json().items[0].id;
@@ -355,6 +358,7 @@ const PARAMS: Record<string, fc.Arbitrary<string>> = {
   factorId: fc.oneof(fc.constant('totp'), fc.constant('recovery-codes'), urlPart),
   provider: fc.oneof(fc.constant(upstreamId), urlPart),
   identityId: fc.oneof(fc.constant('00000000-0000-4000-8000-000000000000'), urlPart),
+  identifier: fc.oneof(fc.constant(pct(resourceId)), fc.constant(pct(`${BASE}/api/external`)), urlPart),
   '*': fc.array(urlPart, { maxLength: 3 }).map((parts) => parts.join('/')),
 };
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;

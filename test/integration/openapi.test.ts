@@ -25,6 +25,11 @@ const SPEC_PATHS = [
   ['get', '/api/admin/users/{id}/factors'],
   ['delete', '/api/admin/users/{id}/factors'],
   ['delete', '/api/admin/users/{id}/factors/{factorId}'],
+  ['get', '/api/admin/resource-servers'],
+  ['post', '/api/admin/resource-servers'],
+  ['get', '/api/admin/resource-servers/{identifier}'],
+  ['patch', '/api/admin/resource-servers/{identifier}'],
+  ['delete', '/api/admin/resource-servers/{identifier}'],
 ] as const;
 
 t.test('the document covers every /api route, each with a response schema', async (t) => {

@@ -53,7 +53,7 @@ t.test('a resource server with scopes; names are unique across servers and disti
       name: 'Billing',
       scopes: [{ name: 'orders:read', label: 'x', consentDescription: 'x' }],
     }),
-    { code: 'VALIDATION_ERROR', details: [{ field: 'scopes/0/name' }] },
+    { code: 'VALIDATION_ERROR', details: [{ field: 'scopes.0.name' }] },
   );
   await t.rejects(
     registry.create({
