@@ -37,6 +37,7 @@ import userinfoPlugin from '../plugins/oidc/userinfo.js';
 import revokePlugin from '../plugins/oidc/revoke.js';
 import introspectPlugin from '../plugins/oidc/introspect.js';
 import endSessionPlugin from '../plugins/oidc/end-session.js';
+import registrationPlugin from '../plugins/oidc/registration.js';
 import loginPages from '../plugins/login/pages.js';
 import loginApi from '../plugins/login/api.js';
 import accountPages from '../plugins/account/index.js';
@@ -173,6 +174,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(introspectPlugin, { prefix: issuerPath });
   await app.register(endSessionPlugin, { prefix: issuerPath, config, loginPath });
   await app.register(userinfoPlugin, { prefix: issuerPath });
+  // Dynamic client registration (RFC 7591, RFC 7592): only when the operator turned it on (REGISTRATION).
+  if (config.registration.mode !== 'off') {
+    await app.register(registrationPlugin, { prefix: issuerPath, config });
+  }
   await app.register(loginApi, { prefix: issuerPath, config });
   // The signed-in user's own account (first party, session cookie only).
   await app.register(meApi, { prefix: '/api/me', config, bodyLimit: BODY_LIMIT });

@@ -52,8 +52,27 @@ export interface ApplicationsTable {
   require_mfa: Generated<boolean>;
   /** 'operator', 'dynamic' (RFC 7591) or 'metadata_document' (0020-resource-servers). */
   registration: Generated<string>;
+  /** RFC 7592: SHA-256 of the registration access token of a dynamically registered client (0021). */
+  registration_access_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the client last came to authorize or the token endpoint (hourly at most; 0021). */
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** A client ID metadata document's last fetch, and until when it is fresh (0021). */
+  metadata_fetched_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  metadata_expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** Initial access tokens for REGISTRATION=token (RFC 7591 §3; 0021): hashes, expiry, registrations left. */
+export interface RegistrationTokensTable {
+  id: string;
+  token_hash: string;
+  description: string | null;
+  /** null: any number until it expires. */
+  uses_left: number | null;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  created_by: string;
+  created_at: Timestamp;
 }
 
 /** Client secrets (0017): SHA-256 hashes of server-generated secrets; expires_at set on the old one of a rotation. */
@@ -325,6 +344,7 @@ export interface Database {
   pending_sign_ins: PendingSignInsTable;
   upstream_providers: UpstreamProvidersTable;
   resource_servers: ResourceServersTable;
+  registration_tokens: RegistrationTokensTable;
   upstream_identities: UpstreamIdentitiesTable;
   upstream_flows: UpstreamFlowsTable;
   upstream_pending_links: UpstreamPendingLinksTable;

@@ -18,6 +18,7 @@ import { createEndSessionService, type EndSessionService } from './services/end-
 import { createGrants, type Grant } from './services/grants.js';
 import { createInvalidationBus, type InvalidationBus, observeWrites } from './services/invalidation.js';
 import { KeyStore } from './services/key-store.js';
+import { createSelfRegistrationService, type SelfRegistrationService } from './services/self-registration.js';
 import { createRecoveryService, passwordChangedNotice, type RecoveryService } from './services/recovery.js';
 import {
   createEmailChangeService,
@@ -73,6 +74,8 @@ export interface Services {
   /** Registered resource servers and the built-in `/api/external` (issue 36). */
   resourceServers: ResourceServerService;
   recovery: RecoveryService;
+  /** Clients that register themselves (issue 36): RFC 7591/7592, initial access tokens, metadata documents. */
+  selfRegistration: SelfRegistrationService;
   adminSetup: AdminSetupService;
   authorization: AuthorizationService;
   /** The token endpoint's grants, by grant_type. */
@@ -164,6 +167,8 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
       clientAssertions.forget();
     }
   });
+
+  const selfRegistration = createSelfRegistrationService({ db: writes, touchDb: db, config, applications });
 
   const resourceServers = createResourceServerService({
     db: writes,
@@ -258,10 +263,19 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     resourceServers,
     recovery,
     adminSetup: createAdminSetupService({ db: writes, config, sessions, passwords }),
-    authorization: createAuthorizationService({ db: writes, config, applications, keys, factors }),
+    selfRegistration,
+    authorization: createAuthorizationService({
+      db: writes,
+      config,
+      applications,
+      keys,
+      factors,
+      resourceServers,
+      selfRegistration,
+    }),
     grants: createGrants({
       db: writes,
-      issuer: createTokenIssuer({ config, keys, bearers }),
+      issuer: createTokenIssuer({ config, keys, bearers, resourceServers }),
       accessTokenSeconds: config.ttl.accessToken,
       events,
     }),
@@ -269,7 +283,13 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
     introspection: createIntrospectionService({ db, issuer: config.issuer, bearers, applications, resourceServers }),
     bearers,
     signingKeys,
-    cleanup: createCleanupJob({ db, config, log, jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS }),
+    cleanup: createCleanupJob({
+      db,
+      config,
+      log,
+      jwksMaxAgeSeconds: JWKS_MAX_AGE_SECONDS,
+      onApplicationDeleted: (clientId) => applications.forget(clientId),
+    }),
     mailer,
     me: createSelfService({
       db: writes,

@@ -78,6 +78,18 @@ export interface Config {
     rpId: string;
     origins: string[];
   };
+  /**
+   * Clients registered without an operator (issue 36; decisions.md, Protocol): dynamic registration (RFC 7591) off,
+   * with an initial access token, or open; whether it may create confidential clients; client ID metadata
+   * documents; the file of extra CAs trusted for fetching those (PEM); days after which an unused one is deleted.
+   */
+  registration: {
+    mode: 'off' | 'token' | 'open';
+    confidential: boolean;
+    metadataDocuments: boolean;
+    metadataCaFile: string | undefined;
+    unusedClientDays: number;
+  };
   /** Waits before each retry of a failed mail, in milliseconds. */
   mailRetryDelaysMs: number[];
   rateLimits: {
@@ -384,6 +396,13 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       admin: parsed.ADMIN_MFA,
       rpId: new URL(loginUrl).hostname,
       origins: [new URL(loginUrl).origin],
+    },
+    registration: {
+      mode: parsed.REGISTRATION,
+      confidential: parsed.REGISTRATION_CONFIDENTIAL === 'on',
+      metadataDocuments: parsed.CLIENT_ID_METADATA_DOCUMENTS === 'on',
+      metadataCaFile: parsed.CLIENT_METADATA_CA_FILE ? resolve(cwd, parsed.CLIENT_METADATA_CA_FILE) : undefined,
+      unusedClientDays: parsed.SELF_REGISTERED_CLIENT_TTL,
     },
     mailRetryDelaysMs:
       parsed.MAIL_RETRY_DELAYS === 'none'

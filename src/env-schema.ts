@@ -68,6 +68,21 @@ export const RATE_LIMIT_RULES = {
   },
   RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900, what: 'reset-password, per IP' },
   BEARER: { limit: 600, windowSeconds: 60, what: '/api/external/* and UserInfo, per access token' },
+  REGISTRATION_IP: {
+    limit: 10,
+    windowSeconds: 3600,
+    what: 'dynamic client registrations (REGISTRATION=open or token), per IP',
+  },
+  REGISTRATION_MANAGE: {
+    limit: 60,
+    windowSeconds: 60,
+    what: 'reads, updates and deletions of a registered client (RFC 7592), per IP',
+  },
+  METADATA_FETCH_IP: {
+    limit: 30,
+    windowSeconds: 60,
+    what: 'client ID metadata document fetches an authorize request causes, per IP',
+  },
   MAIL_RECIPIENT: {
     limit: 10,
     windowSeconds: 3600,
@@ -295,6 +310,41 @@ export const EnvSchema = Type.Object({
         '(unset: in PostgreSQL with DATABASE_URL, else in memory)',
     }),
   ),
+  REGISTRATION: Type.Union([Type.Literal('off'), Type.Literal('token'), Type.Literal('open')], {
+    default: 'off',
+    description:
+      'off, token or open: dynamic client registration (RFC 7591) at {issuer}/register. token: with an ' +
+      'initial access token an operator issues (idp registration-tokens create); open: anyone, under ' +
+      'RATE_LIMIT_REGISTRATION_IP',
+  }),
+  REGISTRATION_CONFIDENTIAL: Type.Union([Type.Literal('off'), Type.Literal('on')], {
+    default: 'off',
+    description:
+      'off or on: whether dynamic registration may create confidential clients (client_secret_basic or ' +
+      'client_secret_post); off: only public PKCE clients (token_endpoint_auth_method none)',
+  }),
+  CLIENT_ID_METADATA_DOCUMENTS: Type.Union([Type.Literal('off'), Type.Literal('on')], {
+    default: 'off',
+    description:
+      'off or on: a client_id that is an https URL names a client ID metadata document, fetched at authorize ' +
+      '(public PKCE clients, always asked for consent)',
+  }),
+  CLIENT_METADATA_CA_FILE: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'a path to a PEM file of certificate authorities trusted, besides the usual ones, for fetching client ID ' +
+        'metadata documents only (a private CA; the tests)',
+    }),
+  ),
+  SELF_REGISTERED_CLIENT_TTL: Type.Integer({
+    minimum: 0,
+    maximum: 3650,
+    default: 90,
+    description:
+      'a whole number of days from 0 to 3650: the clean-up job deletes a self-registered client (dynamic or ' +
+      'metadata document) unused for this long (0: never)',
+  }),
   SIGN_IN_DELAY_FIRST: Seconds(1, 'the first delay after the free failed sign-ins of an account'),
   SIGN_IN_DELAY_MAX: Seconds(60, 'the longest delay between failed sign-ins of an account'),
 });

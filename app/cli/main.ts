@@ -11,6 +11,7 @@ import type { Io } from '../../src/cli/io.js';
 import { keysCommand } from '../../src/cli/keys.js';
 import { migrateCommand } from '../../src/cli/migrate.js';
 import { resourcesCommand } from '../../src/cli/resources.js';
+import { registrationTokensCommand } from '../../src/cli/registration-tokens.js';
 import { seedCommand } from '../../src/cli/seed.js';
 import { serveCommand } from './serve.js';
 import { upstreamsCommand } from '../../src/cli/upstreams.js';
@@ -28,6 +29,7 @@ Commands:
   apps <subcommand>      manage applications: create, list, show, update, enable, disable, delete, secret
   users <subcommand>     manage users: create, list, show, update, enable, disable, delete
   upstreams <subcommand> sign in with another provider: list, add, show, update, remove, rotate-key
+  registration-tokens <subcommand>  initial access tokens for REGISTRATION=token: list, create, revoke
   resources <subcommand> your APIs (resource servers): list, add, show, update, remove
   seed FILE              create the applications, users, upstreams and APIs a seed file declares (idempotent)
   keys <subcommand>      signing keys: list, rotate, retire
@@ -60,6 +62,7 @@ const COMMANDS = new Map<string, Command>([
   ['users', withSubcommand('users', usersCommand)],
   ['upstreams', withSubcommand('upstreams', upstreamsCommand)],
   ['resources', withSubcommand('resources', resourcesCommand)],
+  ['registration-tokens', withSubcommand('registration-tokens', registrationTokensCommand)],
   ['keys', withSubcommand('keys', keysCommand)],
   ['admin', withSubcommand('admin', adminCommand)],
   ['seed', seedCommand],

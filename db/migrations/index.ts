@@ -20,6 +20,7 @@ import * as m0017 from './0017-confidential-clients.js';
 import * as m0018 from './0018-second-factors.js';
 import * as m0019 from './0019-upstream-providers.js';
 import * as m0020 from './0020-resource-servers.js';
+import * as m0021 from './0021-self-registration.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -41,6 +42,7 @@ export const migrations: Record<string, Migration> = {
   '0018-second-factors': m0018,
   '0019-upstream-providers': m0019,
   '0020-resource-servers': m0020,
+  '0021-self-registration': m0021,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -9,11 +9,17 @@ export type ClientAccessTokenRow = Selectable<ClientAccessTokensTable>;
 
 export async function insertClientAccessToken(
   db: Db,
-  token: { tokenHash: string; clientId: string; scope: string; expiresAt: Date },
+  token: { tokenHash: string; clientId: string; scope: string; expiresAt: Date; audience?: string | null },
 ): Promise<void> {
   await db
     .insertInto('client_access_tokens')
-    .values({ token_hash: token.tokenHash, client_id: token.clientId, scope: token.scope, expires_at: token.expiresAt })
+    .values({
+      token_hash: token.tokenHash,
+      client_id: token.clientId,
+      scope: token.scope,
+      expires_at: token.expiresAt,
+      audience: token.audience ?? null,
+    })
     .execute();
 }
 

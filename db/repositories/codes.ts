@@ -41,6 +41,11 @@ export interface CodeExchange extends CodeTokens {
   expiresAt: Date;
   /** The checks made without the database (client, redirect_uri, PKCE) all passed. */
   requestMatches: boolean;
+  /** The resources (RFC 8707) the grant records; [] for none. */
+  resources: readonly string[];
+  /** The access token's scope (the grant's, narrowed to its audience) and audience (null: none named). */
+  accessScope: string;
+  audience: string | null;
 }
 
 /** The checks only the database can make, each true when it passed. */
@@ -74,7 +79,8 @@ export type CodeExchangeResult =
 // written only from ok, the live grant. No row of the user: the code is unknown (the user was deleted).
 // $1 grant id, $2 client, $3 user, $4 session, $5 scope, $6 auth_time, $7 issued at, $8 expires at, $9 request
 // checks, $10 access hash, $11 its expiry, $12-$15 refresh id, hash, expiry, absolute expiry, $16 idle timeout,
-// $17 the session's amr (jsonb; null: a code sealed before amr was).
+// $17 the session's amr (jsonb; null: a code sealed before amr was), $18 the grant's resources (jsonb), $19 the
+// access token's scope (the grant's narrowed to its audience), $20 its audience (null: none named).
 const EXCHANGE = `with checked as (
   select u.id, $8::timestamptz > now() as unexpired, u.disabled = false as user_active,
     (u.codes_revoked_at is null or u.codes_revoked_at < $7::timestamptz) and exists (
@@ -84,8 +90,8 @@ const EXCHANGE = `with checked as (
       and k.created_at <= $7::timestamptz) as consented
   from users u where u.id = $3::text
 ), g as (
-  insert into grants (id, user_id, client_id, scope, session_id, auth_time, amr, revoked_at)
-  select $1::text, id, $2::text, $5::text, $4::text, $6::timestamptz, $17::jsonb,
+  insert into grants (id, user_id, client_id, scope, session_id, auth_time, amr, resources, revoked_at)
+  select $1::text, id, $2::text, $5::text, $4::text, $6::timestamptz, $17::jsonb, $18::jsonb,
     case when $9::boolean and unexpired and user_active and session_live and consented then null else now() end
   from checked
   on conflict (id) do nothing
@@ -93,8 +99,8 @@ const EXCHANGE = `with checked as (
 ), ok as (
   select id, 'offline_access' = any(string_to_array($5::text, ' ')) as offline from g where revoked_at is null
 ), access as (
-  insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
-  select $10::text, id, $2::text, $3::text, $5::text, $4::text, $11::timestamptz from ok
+  insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at, audience)
+  select $10::text, id, $2::text, $3::text, $19::text, $4::text, $11::timestamptz, $20::text from ok
   returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at, audience
 ), refresh as (
   insert into refresh_tokens (id, token_hash, grant_id, client_id, user_id, scope, expires_at, absolute_expires_at)
@@ -106,7 +112,7 @@ const EXCHANGE = `with checked as (
   select e.type, $3::text, $2::text, e.detail
   from ok, lateral (values
     (1, 'authorization.granted', jsonb_build_object('scope', $5::text, 'grantId', ok.id)),
-    (2, 'token.issued', jsonb_build_object('grantId', ok.id, 'scope', $5::text, 'refresh', ok.offline))
+    (2, 'token.issued', jsonb_build_object('grantId', ok.id, 'scope', $19::text, 'refresh', ok.offline))
   ) e(n, type, detail)
   order by e.n
 )
@@ -147,6 +153,9 @@ export async function exchangeAuthorizationCode(
     ...codeTokenParameters(x),
     sessionIdleSeconds,
     x.amr === null ? null : JSON.stringify(x.amr),
+    JSON.stringify(x.resources),
+    x.accessScope,
+    x.audience,
   ];
   const query = CompiledQuery.raw(EXCHANGE, parameters) as CompiledQuery<ExchangeRow>;
   const [row] = await executePrepared(db, 'idp_exchange_sealed_code', query);

@@ -123,6 +123,8 @@ export interface TokenSet {
   scope: string;
   sessionId: string | null;
   accessExpiresAt: Date;
+  /** The resource (RFC 8707) the access token is for; null: none named. */
+  audience: string | null;
   auditType: 'token.issued' | 'refresh_token.rotated';
   auditDetail: Record<string, unknown>;
   refresh?: {
@@ -137,9 +139,10 @@ export interface TokenSet {
   };
 }
 
-const ACCESS = `access as (
-  insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)
-  values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz)
+// The audience is the parameter after the idle timeout (its number differs per statement).
+const ACCESS = (audience: string) => `access as (
+  insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at, audience)
+  values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz, ${audience}::text)
   returning token_hash, grant_id, client_id, user_id, scope, session_id, created_at, expires_at, revoked_at, audience
 )`;
 const AUDIT = `audit as (
@@ -157,9 +160,9 @@ const USED = `used as (
 )`;
 // Each answers with the new access token as the bearer lookup would find it (the session idle timeout is the
 // last parameter), so that its first use on UserInfo or /api/external/* needs no round trip.
-const TOKENS_ONLY = `with ${ACCESS}, ${AUDIT} ${bearerSelect('access', '$10')}`;
-const TOKENS_NEW = `with ${ACCESS}, ${REFRESH}, ${AUDIT} ${bearerSelect('access', '$15')}`;
-const TOKENS_ROTATED = `with ${ACCESS}, ${REFRESH}, ${USED}, ${AUDIT} ${bearerSelect('access', '$18')}`;
+const TOKENS_ONLY = `with ${ACCESS('$11')}, ${AUDIT} ${bearerSelect('access', '$10')}`;
+const TOKENS_NEW = `with ${ACCESS('$16')}, ${REFRESH}, ${AUDIT} ${bearerSelect('access', '$15')}`;
+const TOKENS_ROTATED = `with ${ACCESS('$19')}, ${REFRESH}, ${USED}, ${AUDIT} ${bearerSelect('access', '$18')}`;
 
 /**
  * Records an access token, optionally a refresh token (new, or a rotation's successor) and the audit event;
@@ -183,7 +186,7 @@ export async function insertTokenSet(
   ];
   const refresh = set.refresh;
   const bearer = async (name: string, text: string) => {
-    const [row] = await run<BearerQueryRow>(db, name, text, [...parameters, sessionIdleSeconds]);
+    const [row] = await run<BearerQueryRow>(db, name, text, [...parameters, sessionIdleSeconds, set.audience]);
     return row && toBearerRow(row);
   };
   if (!refresh) return bearer('idp_insert_tokens', TOKENS_ONLY);
@@ -228,6 +231,8 @@ const ROTATE = `with used as (
     from grants g, users u
    where r.token_hash = $1::text and g.id = r.grant_id and u.id = r.user_id
      and ${refreshRulesSql('$2::text')}
+     -- A grant with resources (RFC 8707) takes the locked path: its access token is chosen per resource.
+     and g.resources = '[]'::jsonb
   returning r.grant_id, r.user_id, r.scope, r.absolute_expires_at, g.auth_time, g.amr
 ), access as (
   insert into access_tokens (token_hash, grant_id, client_id, user_id, scope, session_id, expires_at)

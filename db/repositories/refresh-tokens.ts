@@ -30,6 +30,7 @@ function refreshTokenState(db: Db, tokenHash: string) {
       'grants.scope as grant_scope',
       'grants.auth_time as grant_auth_time',
       'grants.amr as grant_amr',
+      'grants.resources as grant_resources',
       'users.disabled as user_disabled',
     ])
     .where('refresh_tokens.token_hash', '=', tokenHash);

@@ -2,7 +2,7 @@
 // Long lines of markup end in a backslash: a line continuation inside a template literal adds nothing to the
 // string, so the line after it starts at column 0 (indentation there would become part of the output).
 import { DEFAULT_ALLOWED_SCOPES, SCOPES } from '../../src/oauth/scopes.js';
-import type { Application } from '../../src/domain/application.js';
+import { type Application, isSelfRegistered } from '../../src/domain/application.js';
 import type { ClientSecretInfo } from '../../src/services/applications.js';
 import { alert, hidden, html } from '../pages/kit.js';
 import { type Errors, type Frame, field, layout, postButton } from './views-layout.js';
@@ -38,7 +38,11 @@ ${o.items.map(
 <td><code>${a.clientId}</code></td>\
 <td>${a.clientType === 'public' ? 'public' : html`server-side (<code>${a.tokenEndpointAuthMethod}</code>)`}</td>\
 <td><span class="badge ${a.enabled ? 'on' : 'off'}">${a.enabled ? 'enabled' : 'disabled'}</span></td><td>${
-    a.source === 'static' ? html`static (read-only${o.staticSource ? html`, ${o.staticSource}` : ''})` : 'database'
+    a.source === 'static'
+      ? html`static (read-only${o.staticSource ? html`, ${o.staticSource}` : ''})`
+      : isSelfRegistered(a)
+        ? html`<span class="badge self-registered">${REGISTRATION_LABELS[a.registration]}</span>`
+        : 'database'
   }</td></tr>`,
 )}
 </tbody></table></div>
@@ -302,6 +306,27 @@ ${OVERLAPS.map(([v, label]) => html`<option value="${v}"${v === '86400' ? html` 
 </section>`;
 }
 
+/** How the lists and pages name who registered an application that registered itself. */
+const REGISTRATION_LABELS: Record<Application['registration'], string> = {
+  operator: 'operator',
+  dynamic: 'self-registered (dynamic)',
+  metadata_document: 'self-registered (metadata document)',
+};
+
+const selfBadge = (a: Application) =>
+  isSelfRegistered(a) ? html` <span class="badge self-registered">${REGISTRATION_LABELS[a.registration]}</span>` : '';
+
+function selfRegisteredNote(a: Application) {
+  if (!isSelfRegistered(a)) return '';
+  const how =
+    a.registration === 'metadata_document'
+      ? 'a client ID metadata document at its client id'
+      : 'dynamic registration, RFC 7591';
+  const stays = a.registration === 'metadata_document' ? ' (it stays refused when its document is fetched again)' : '';
+  return html`<p class="notice" id="self-registered">This application registered itself (${how}); no operator set \
+it up. Its users always see the consent page. Disable it to refuse it${stays}, or delete it.</p>`;
+}
+
 export function applicationView(
   frame: Frame,
   o: { app: Application; staticSource: string | undefined; secrets?: ClientSecretInfo[] | undefined },
@@ -319,7 +344,8 @@ export function applicationView(
     current: 'applications',
     body: html`<section class="card"><div class="row">\
 ${previewable(a.clientLogoUrl) ? html`<img class="logo" src="${a.clientLogoUrl}" alt="">` : ''}<h1>${a.clientName}</h1>\
-<span class="badge ${a.enabled ? 'on' : 'off'}">${a.enabled ? 'enabled' : 'disabled'}</span></div>
+<span class="badge ${a.enabled ? 'on' : 'off'}">${a.enabled ? 'enabled' : 'disabled'}</span>${selfBadge(a)}</div>
+${selfRegisteredNote(a)}
 ${
   a.source === 'static'
     ? html`<p class="notice">\

@@ -26,6 +26,7 @@ import { createAdminAuthHook } from './auth.js';
 import { registerAdminFactorRoutes } from './factors.js';
 import { registerAdminResourceServerRoutes } from './resource-servers.js';
 import { registerAdminUpstreamRoutes } from './upstreams.js';
+import { registerAdminRegistrationTokenRoutes } from './registration-tokens.js';
 
 export interface AdminPluginOptions {
   adminApiToken: string;
@@ -313,6 +314,7 @@ const adminPlugin: FastifyPluginAsyncTypebox<AdminPluginOptions> = async (app, o
   registerAdminFactorRoutes(app, context);
   registerAdminUpstreamRoutes(app, context);
   registerAdminResourceServerRoutes(app, context);
+  registerAdminRegistrationTokenRoutes(app, context);
 
   app.delete(
     '/users/:id',

@@ -10,6 +10,8 @@ import { sendDecision } from '../infra/decisions.js';
 import { first, Form, type LoginContext, RequestQuery } from './page-context.js';
 import * as views from './views.js';
 import { verificationContext } from '../../src/services/authorization.js';
+import { isSelfRegistered } from '../../src/domain/application.js';
+import { isUrlClientId } from '../../src/domain/client-registration.js';
 
 /** Where the consent's answer goes: the redirect_uri's host, or its scheme for a native app's private-use one. */
 function redirectHost(redirectUri: string): string {
@@ -19,6 +21,21 @@ function redirectHost(redirectUri: string): string {
   } catch {
     return redirectUri;
   }
+}
+
+/**
+ * Who vouches for a self-registered client: a metadata document's host (its client id is the document's URL), or
+ * for a dynamically registered one the host its answer goes to.
+ */
+function selfRegisteredHost(clientId: string, redirectUri: string): string {
+  if (isUrlClientId(clientId)) {
+    try {
+      return new URL(clientId).host;
+    } catch {
+      // fall through: an id that is not a URL after all
+    }
+  }
+  return redirectHost(redirectUri);
 }
 
 export function registerVerificationPages({
@@ -231,6 +248,21 @@ export function registerVerificationPages({
     return reply.code(303).header('location', `${loginPath}/sign-in${query}`).send();
   });
 
+  /** The resource servers a pending request names (RFC 8707), with the scopes of theirs it asks for. */
+  async function requestedApis(resources: string[], scopes: string[]) {
+    const apis = [];
+    for (const identifier of resources) {
+      const server = await app.services.resourceServers.find(identifier);
+      if (!server) continue;
+      apis.push({
+        name: server.name,
+        identifier: server.identifier,
+        scopes: server.builtIn ? [] : server.scopes.filter((s) => scopes.includes(s.name)),
+      });
+    }
+    return apis;
+  }
+
   // Consent
   app.get(
     '/consent',
@@ -250,6 +282,10 @@ export function registerVerificationPages({
           app: found.app,
           redirectHost: redirectHost(found.request.params.redirect_uri),
           offline: { idle: config.ttl.refreshToken, absolute: config.ttl.refreshTokenAbsolute },
+          selfRegistered: isSelfRegistered(found.app)
+            ? { host: selfRegisteredHost(found.app.clientId, found.request.params.redirect_uri) }
+            : undefined,
+          apis: await requestedApis(found.request.params.resource ?? [], found.request.params.scope),
         }),
       );
     },

@@ -245,6 +245,9 @@ function duration(seconds: number): string {
   return `${count} ${unit}${count === 1 ? '' : 's'}`;
 }
 
+const SELF_REGISTERED_NOTE =
+  'This is an agent or application that registered itself; it is not one the operator of this service set up.';
+
 /**
  * The consent page (ASVS 7.4.4, 10.7.2): what the application asks for, how long offline access lasts, the
  * host the answer goes to, and the signed-in account with a "Not you?" sign-out that keeps the request.
@@ -260,8 +263,39 @@ export function consentPage(o: {
   redirectHost: string;
   /** REFRESH_TOKEN_TTL and REFRESH_TOKEN_ABSOLUTE_TTL in seconds, when offline_access is asked for. */
   offline?: { idle: number; absolute: number } | undefined;
+  /**
+   * A client that registered itself (RFC 7591, a client ID metadata document; issue 36): the page says an agent or
+   * self-registered application is asking, and names the host that vouches for it (the metadata document's host,
+   * or the redirect URI's for a dynamically registered one), since its name is whatever it chose.
+   */
+  selfRegistered?: { host: string } | undefined;
+  /** The APIs (resource servers, RFC 8707) the request asks access to, by name, with their scopes asked for. */
+  apis?: Array<{
+    name: string;
+    identifier: string;
+    scopes: Array<{ name: string; label: string; consentDescription: string }>;
+  }>;
 }): string {
-  const items = SCOPES.filter((s) => o.scopes.includes(s.name));
+  const apiScopes = new Set((o.apis ?? []).flatMap((a) => a.scopes.map((s) => s.name)));
+  const items = SCOPES.filter((s) => o.scopes.includes(s.name) && !apiScopes.has(s.name));
+  const selfRegistered = o.selfRegistered
+    ? html`<p id="self-registered" class="alert" role="note">${SELF_REGISTERED_NOTE} It is vouched for only by \
+<strong>${o.selfRegistered.host}</strong>. Allow it only if you started this from an application you trust.</p>`
+    : '';
+  const apis = (o.apis ?? []).length
+    ? html`<div id="apis"><p>It asks for access to ${o.apis!.length === 1 ? 'this API' : 'these APIs'} \
+on your behalf:</p>
+<ul class="apis">${o.apis!.map(
+        (a) =>
+          html`<li><strong>${a.name}</strong> <span class="muted">(${a.identifier})</span>${
+            a.scopes.length
+              ? html`<ul class="scopes">${a.scopes.map(
+                  (s) => html`<li><strong>${s.label}</strong>: ${s.consentDescription}</li>`,
+                )}</ul>`
+              : ''
+          }</li>`,
+      )}</ul></div>`
+    : '';
   const offline =
     o.offline && o.scopes.includes('offline_access')
       ? html`<p id="offline-duration">Access while you are away lasts until you revoke it under \
@@ -274,7 +308,9 @@ it ends sooner when ${o.app.clientName} does not use it for ${duration(o.offline
     app: o.app,
     brand: 'logo',
     body: html`<h1>${o.app.clientName} wants to</h1>
+${selfRegistered}
 <ul class="scopes">${items.map((s) => html`<li><strong>${s.label}</strong>: ${s.consentDescription}</li>`)}</ul>
+${apis}
 ${offline}
 <p id="redirect-host">After you answer, you go to <strong>${o.redirectHost}</strong>.</p>
 <p class="muted" id="signed-in-as">Signed in as <strong>${o.userEmail}</strong>.</p>

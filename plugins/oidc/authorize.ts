@@ -28,6 +28,10 @@ const authorizePlugin: FastifyPluginAsyncTypebox<{ config: Config; loginPath: st
 
   const handler = async (params: RawParams, request: Parameters<typeof app.currentSession>[0], reply: FastifyReply) => {
     await app.rateLimit(reply, 'AUTHORIZE', ipKey(request.ip));
+    // A client ID metadata document's URL may make this server fetch it: counted on its own (issue 36).
+    if (typeof params.client_id === 'string' && params.client_id.startsWith('https://')) {
+      await app.rateLimit(reply, 'METADATA_FETCH_IP', ipKey(request.ip));
+    }
     // The binding cookie is set only when a pending request is stored (a code issued at once needs none).
     const decision = await app.services.authorization.authorize(params, () => app.bindBrowser(request, reply), {
       cookie: request.cookies?.[app.sessionCookieName],

@@ -8,6 +8,7 @@ import { ClientAuthError, presentedClientAuth } from '../../src/oauth/client-aut
 import type { ClientEndpoint } from '../../src/oauth/client-assertion.js';
 import { OAuthError, parameterError } from '../../src/oauth/errors.js';
 import type { TokenParams, TokenResponse } from '../../src/oauth/grants/grant.js';
+import { REPEATED_RESOURCE_SEPARATOR } from '../../src/oauth/resource-indicators.js';
 import { ipKey } from '../../src/rate-limit.js';
 import { oauthJsonErrors } from '../infra/error-handlers.js';
 import { documentOnly, NoContent } from '../../schemas/oauth.js';
@@ -31,9 +32,12 @@ export function formParams(request: FastifyRequest, _reply: FastifyReply): Token
   if (!String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
     throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
   }
-  const body = (request.body ?? {}) as Record<string, string | string[] | undefined>;
+  const body = { ...((request.body ?? {}) as Record<string, string | string[] | undefined>) };
   for (const [name, value] of Object.entries(body)) {
-    if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
+    // RFC 8707 §2: resource may be repeated; the token endpoint takes one (invalid_target, by the grant, after the
+    // client is authenticated), so several are joined with a separator no resource identifier holds.
+    if (Array.isArray(value) && name === 'resource') body[name] = value.join(REPEATED_RESOURCE_SEPARATOR);
+    else if (Array.isArray(value)) throw parameterError(name, 'must not be repeated');
   }
   return body as TokenParams;
 }
@@ -74,6 +78,12 @@ export async function authenticateClient(
     await app.rateLimit(reply, 'TOKEN_IP', ipKey(request.ip));
     const client = clientId.length <= 256 ? await app.services.applications.find(clientId) : undefined;
     if (!client) throw new OAuthError('invalid_client', 'unknown client', { detail: `client_id ${clientId}` });
+    // A metadata document's client, once the operator has turned metadata documents off, is refused everywhere.
+    if (client.registration === 'metadata_document' && !app.services.selfRegistration.metadataDocumentsOn) {
+      throw new OAuthError('invalid_client', 'client ID metadata documents are not accepted here', {
+        detail: `client_id ${clientId}`,
+      });
+    }
     request.corsClient = client;
     if (client.enabled) await app.rateLimit(reply, 'TOKEN', `${client.clientId}\u0000${ipKey(request.ip)}`);
     if (presented.method !== client.tokenEndpointAuthMethod) {
@@ -90,6 +100,7 @@ export async function authenticateClient(
     } else if (presented.method === 'private_key_jwt') {
       await app.services.clientAssertions.verify(client, presented.assertion, clientEndpointOf(request));
     }
+    if (client.enabled) await app.services.selfRegistration.touch(client);
     return client;
   } catch (error) {
     if (authorization !== undefined && error instanceof OAuthError && error.error === 'invalid_client') {

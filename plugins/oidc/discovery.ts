@@ -50,6 +50,9 @@ export function discoveryDocument(config: Config) {
     request_uri_parameter_supported: false,
     prompt_values_supported: ['none', 'login', 'consent', 'create'],
     authorization_response_iss_parameter_supported: true,
+    // Self-registration, when the operator turned it on (decisions.md, Protocol; plugins/oidc/registration.ts).
+    ...(config.registration.mode !== 'off' && { registration_endpoint: `${issuer}/register` }),
+    ...(config.registration.metadataDocuments && { client_id_metadata_document_supported: true }),
   };
 }
 

@@ -120,6 +120,6 @@ button.secondary{background:#e5e7eb;color:#1b1f24}
 .buttons{display:flex;gap:.75rem}\
 .upstreams form{margin:.5rem 0}\
 button.upstream{width:100%;display:flex;align-items:center;justify-content:center;gap:.5rem}\
-.or{text-align:center;margin:1rem 0 .5rem}strong{overflow-wrap:anywhere}.scopes{padding-left:1.2rem}${CSS.muted}
+.or{text-align:center;margin:1rem 0 .5rem}strong{overflow-wrap:anywhere}.scopes,.apis{padding-left:1.2rem}${CSS.muted}
 h2{font-size:1.1rem;margin:1.5rem 0 .5rem}details{margin:1.5rem 0 1rem}summary{cursor:pointer}
 `;

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { CLIENT_ID_PATTERN } from '../../src/domain/application.js';
+import { isUrlClientId, metadataDocumentUrlProblem } from '../../src/domain/client-registration.js';
 import { SCOPES } from '../../src/oauth/scopes.js';
 import { originOf } from '../../src/oauth/redirect-uri.js';
 import { publicErrors } from '../infra/error-handlers.js';
@@ -63,7 +64,12 @@ const publicPlugin: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { clientId } = request.params;
-      if (!clientIdPattern.test(clientId))
+      // A client ID metadata document's URL is a client id only while metadata documents are on.
+      const urlClient =
+        app.services.selfRegistration.metadataDocumentsOn &&
+        isUrlClientId(clientId) &&
+        metadataDocumentUrlProblem(clientId) === undefined;
+      if (!clientIdPattern.test(clientId) && !urlClient)
         return reply
           .code(400)
           .header('cache-control', 'no-store')

@@ -7,12 +7,15 @@
 // grant's scope string says without ambiguity which API each scope belongs to (as Keycloak's client scopes).
 import Type, { type Static } from 'typebox';
 import type { FieldProblem } from '../errors.js';
+import { clientMayUse, resourceIdentifierProblem } from '../oauth/resource-indicators.js';
 import { SCOPE_NAMES, SCOPES } from '../oauth/scopes.js';
 import { CLIENT_ID_PATTERN } from './application.js';
 import { Nullable, Text } from './fields.js';
 
 export const ACCESS_TOKEN_FORMATS = ['opaque', 'jwt'] as const;
 export type AccessTokenFormat = (typeof ACCESS_TOKEN_FORMATS)[number];
+// The protocol's rules over identifiers and clients live with the protocol (src/oauth/resource-indicators.ts).
+export { clientMayUse, resourceIdentifierProblem };
 
 export interface ResourceScope {
   /** RFC 6749 §3.3 scope-token, narrowed: letters, digits and `:._-/`, 1-64. */
@@ -109,26 +112,6 @@ export const ResourceServerUpdateSchema = Type.Partial(Type.Omit(ResourceServerC
 });
 export type ResourceServerUpdate = Static<typeof ResourceServerUpdateSchema>;
 
-/**
- * RFC 8707 §2: an absolute URI without a fragment (a query is allowed by the RFC but SHOULD NOT be used: refused
- * here, as node-oidc-provider's default). https, http (any host: a local API in development) or urn.
- */
-export function resourceIdentifierProblem(value: string): string | undefined {
-  if (value.length === 0 || value.length > 255) return 'must be an absolute URI of 1-255 characters';
-  if (/\s/.test(value)) return 'must not contain white space';
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return 'must be an absolute URI (RFC 8707 §2), such as https://api.example.com';
-  }
-  if (!['https:', 'http:', 'urn:'].includes(url.protocol)) return 'must be an https, http or urn URI';
-  if (value.includes('#')) return 'must not contain a fragment (RFC 8707 §2)';
-  if (url.search || value.includes('?')) return 'must not contain a query';
-  if (url.protocol !== 'urn:' && (url.username || url.password)) return 'must not contain user information';
-  return undefined;
-}
-
 /** The rules over a resource server as it will be (after a create or an update), field by field. */
 export function resourceServerProblems(
   server: Pick<ResourceServer, 'identifier' | 'scopes' | 'allowedClients' | 'introspectionClients'>,
@@ -151,14 +134,4 @@ export function resourceServerProblems(
   if (new Set(server.introspectionClients).size !== server.introspectionClients.length)
     problems.push({ field: 'introspectionClients', message: 'has repeated client ids' });
   return problems;
-}
-
-/** May this client ask for a token for this resource? (The caller checks that the resource is enabled.) */
-export function clientMayUse(
-  server: Pick<ResourceServer, 'builtIn' | 'allowedClients' | 'allowSelfRegistered'>,
-  client: { clientId: string; selfRegistered: boolean },
-): boolean {
-  if (server.builtIn) return true;
-  if (server.allowedClients.includes(client.clientId)) return true;
-  return client.selfRegistered && server.allowSelfRegistered;
 }

@@ -9,8 +9,15 @@
 // `id_token_hint` is checked for length here and verified by the service (src/services/authorization.ts).
 import { OAuthError, parameterError } from './errors.js';
 import { isValidCodeChallenge } from './pkce.js';
+import {
+  authorizeResources,
+  checkResourceScopes,
+  type ResourceClient,
+  type ResourceRegistry,
+  resourceScopesOf,
+} from './resource-indicators.js';
 import { parseRequestedScope, splitScope } from './scope.js';
-import { SCOPES } from './scopes.js';
+import { isScopeName, SCOPES } from './scopes.js';
 
 export type RawParams = Record<string, string | string[] | undefined>;
 
@@ -32,6 +39,8 @@ export interface AuthorizeParams {
   acr_values?: string[];
   /** The `claims` parameter's members (OpenID Connect Core §5.5), as parsed. */
   claims?: RequestedClaims;
+  /** RFC 8707 resource indicators: identifiers of enabled resource servers the client may use, deduplicated. */
+  resource?: string[];
 }
 
 /** One requested claim (§5.5.1): null, or essential / value / values. */
@@ -155,9 +164,42 @@ const PROMPTS = new Set(['none', 'login', 'consent', 'create']);
 /** OpenID Connect Core §3.1.2.1. */
 const DISPLAYS = new Set(['page', 'popup', 'touch', 'wap']);
 
-export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redirectUri: string): AuthorizeParams {
+/** Whether a request names a resource or a scope outside the scope table: only then is the registry read. */
+export function needsResourceRegistry(raw: RawParams): boolean {
+  if (raw.resource !== undefined) return true;
+  const scope = raw.scope;
+  return typeof scope === 'string' && splitScope(scope).some((name) => !isScopeName(name));
+}
+
+/**
+ * The request's scope: the scope table's values as always (parseRequestedScope), then the scopes of the requested
+ * registered resource servers (RFC 8707), in the order asked. A scope of a resource server not requested is
+ * invalid_scope naming it. Only resource scopes asked: the built-in part is absent, so `openid` (the default).
+ */
+function requestedScope(scope: string | undefined, resources: ResourceContext | undefined, requested: string[]) {
+  if (!resources || scope === undefined) return { builtIn: scope, own: [] as string[] };
+  const names = splitScope(scope);
+  checkResourceScopes(names, requested, resources.registry);
+  const own = resourceScopesOf(names, requested, resources.registry);
+  const rest = names.filter((n) => !own.includes(n));
+  return { builtIn: own.length && rest.length === 0 ? undefined : rest.join(' '), own };
+}
+
+/** The resource registry and the client as resource indicators read them (loaded when needsResourceRegistry). */
+export interface ResourceContext {
+  registry: ResourceRegistry;
+  client: ResourceClient;
+}
+
+export function parseAuthorizeParams(
+  raw: RawParams,
+  app: AuthorizeClient,
+  redirectUri: string,
+  resources?: ResourceContext,
+): AuthorizeParams {
   for (const name of Object.keys(raw)) {
-    if (Array.isArray(raw[name])) throw parameterError(name, 'must not be repeated');
+    // RFC 8707 §2: resource is the one parameter that may be repeated.
+    if (Array.isArray(raw[name]) && name !== 'resource') throw parameterError(name, 'must not be repeated');
   }
   if (single(raw, 'request') !== undefined)
     throw new OAuthError('request_not_supported', 'request objects are not supported');
@@ -170,7 +212,9 @@ export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redir
   const responseMode = single(raw, 'response_mode');
   if (responseMode !== undefined && responseMode !== 'query' && responseMode !== 'form_post')
     throw new OAuthError('invalid_request', 'only response_mode=query or form_post is supported');
-  const scope = parseRequestedScope(single(raw, 'scope'), app.allowedScopes);
+  const resource = resources ? authorizeResources(raw.resource, resources.registry, resources.client) : [];
+  const asked = requestedScope(single(raw, 'scope'), resources, resource);
+  const scope = [...parseRequestedScope(asked.builtIn, app.allowedScopes), ...asked.own];
   const codeChallenge = single(raw, 'code_challenge');
   const method = single(raw, 'code_challenge_method');
   // PKCE: always for a public client; a confidential client whose operator made it optional may send none.
@@ -237,5 +281,6 @@ export function parseAuthorizeParams(raw: RawParams, app: AuthorizeClient, redir
     ...(responseMode === 'form_post' && { response_mode: 'form_post' as const }),
     ...(claims !== undefined && { claims }),
     ...(acrValues !== undefined && splitScope(acrValues).length > 0 && { acr_values: splitScope(acrValues) }),
+    ...(resource.length > 0 && { resource }),
   };
 }

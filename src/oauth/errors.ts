@@ -20,7 +20,12 @@ export type OAuthErrorCode =
   | 'request_not_supported'
   | 'request_uri_not_supported'
   | 'invalid_token'
-  | 'insufficient_scope';
+  | 'insufficient_scope'
+  // RFC 8707 §2: a resource indicator that is invalid, unknown, or not allowed to this client.
+  | 'invalid_target'
+  // RFC 7591 §3.2.2 (dynamic client registration)
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata';
 
 const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
@@ -65,6 +70,7 @@ export const OAUTH_PARAMETERS = [
   'acr_values',
   'client_assertion',
   'client_assertion_type',
+  'resource',
 ] as const;
 export type OAuthParameter = (typeof OAUTH_PARAMETERS)[number];
 
@@ -74,6 +80,11 @@ export function isOAuthParameter(name: string): name is OAuthParameter {
 
 /** Stands for one of OAUTH_PARAMETERS in a catalog entry. */
 const PARAMETER = '{parameter}';
+/**
+ * Stands for a registered resource server's identifier at the end of a catalog entry: the operator registered it
+ * (it is never the request's input) and resourceScopeError checks it is RFC 6749 section 5.2 text first.
+ */
+const RESOURCE = '{resource}';
 
 /**
  * Every public error_description, per error code: the same refusal always reads the same, and nothing of
@@ -139,6 +150,10 @@ export const ERROR_DESCRIPTIONS = {
     'the client assertion is invalid',
     'the client assertion was already used',
     'the keys of this client could not be fetched from its jwks_uri',
+    // client ID metadata documents (draft-ietf-oauth-client-id-metadata-document)
+    'client ID metadata documents are not accepted here',
+    'the client ID metadata document could not be fetched',
+    'the client ID metadata document is not valid for this client_id',
   ],
   invalid_grant: [
     'the authorization code is invalid, expired or already used',
@@ -169,6 +184,10 @@ export const ERROR_DESCRIPTIONS = {
     'scope exceeds the original grant',
     'scope must not be empty',
     'openid and offline_access need a user; a client_credentials token has none',
+    // RFC 8707: a scope of a registered resource server is granted only with that resource asked for.
+    'scope has a value of a resource server that was not requested; add resource={resource}',
+    'scope has a value of a resource server that was not requested; add its resource',
+    'scope has a value that is not one of the scopes of the requested resource',
   ],
   access_denied: [
     'the user denied the request',
@@ -191,11 +210,48 @@ export const ERROR_DESCRIPTIONS = {
   unmet_authentication_requirements: ['second factors are turned off here', 'the user did not give a second factor'],
   request_not_supported: ['request objects are not supported'],
   request_uri_not_supported: ['request_uri is not supported'],
-  invalid_token: [],
+  invalid_token: [
+    // RFC 7591 §3 (initial access token) and RFC 7592 §2 (registration access token)
+    'an initial access token is required to register a client',
+    'the initial access token is invalid, expired or used up',
+    'the registration access token is invalid',
+  ],
   insufficient_scope: [],
+  // RFC 8707 §2 (authorize) and §2.2 (token endpoint).
+  invalid_target: [
+    'resource must be an absolute URI without a fragment or query (RFC 8707 section 2)',
+    'resource names no resource server known here',
+    'resource names a resource server that is disabled',
+    'this client may not ask for this resource',
+    'name at most one resource at the token endpoint',
+    'resource is not one of the resources of the grant',
+    'several resources were granted: name one of the granted resources with resource',
+  ],
+  invalid_redirect_uri: [
+    'redirect_uris is required and must list 1 to 20 URIs',
+    'a redirect URI must be https (or http on a loopback host), absolute, without fragment or credentials',
+  ],
+  invalid_client_metadata: [
+    'the registration request must be a JSON object',
+    'client_name must be a string of 1 to 200 characters',
+    'logo_uri must be an https URL',
+    'token_endpoint_auth_method must be none here (public PKCE clients only)',
+    'token_endpoint_auth_method must be none, client_secret_basic or client_secret_post',
+    'grant_types may hold authorization_code and refresh_token only',
+    'refresh_token needs the authorization_code grant type',
+    'response_types may hold code only',
+    'scope contains a value that is not known here',
+    'jwks and jwks_uri are not accepted (private_key_jwt is for applications an operator registers)',
+    'client_id does not match the client being updated',
+    'a metadata field has a value of the wrong type',
+  ],
 } as const satisfies Record<OAuthErrorCode, readonly string[]>;
 
-type Expand<S extends string> = S extends `${typeof PARAMETER}${infer Rest}` ? `${OAuthParameter}${Rest}` : S;
+type Expand<S extends string> = S extends `${typeof PARAMETER}${infer Rest}`
+  ? `${OAuthParameter}${Rest}`
+  : S extends `${infer Head}${typeof RESOURCE}`
+    ? `${Head}${string}`
+    : S;
 
 /** The public descriptions of an error code (a catalog entry, its parameter named). */
 export type OAuthErrorDescription<E extends OAuthErrorCode = OAuthErrorCode> = E extends OAuthErrorCode
@@ -206,9 +262,10 @@ export type OAuthErrorDescription<E extends OAuthErrorCode = OAuthErrorCode> = E
 export function allErrorDescriptions(): Array<{ error: OAuthErrorCode; description: string }> {
   return Object.entries(ERROR_DESCRIPTIONS).flatMap(([error, descriptions]) =>
     (descriptions as readonly string[]).flatMap((entry) =>
-      (entry.startsWith(PARAMETER) ? OAUTH_PARAMETERS.map((p) => p + entry.slice(PARAMETER.length)) : [entry]).map(
-        (description) => ({ error: error as OAuthErrorCode, description }),
-      ),
+      (entry.startsWith(PARAMETER)
+        ? OAUTH_PARAMETERS.map((p) => p + entry.slice(PARAMETER.length))
+        : [entry.replace(RESOURCE, 'https://api.example.com')]
+      ).map((description) => ({ error: error as OAuthErrorCode, description })),
     ),
   );
 }
@@ -258,4 +315,32 @@ const UNNAMED: Record<ParameterProblem, OAuthErrorDescription<'invalid_request'>
 export function parameterError(name: string, problem: ParameterProblem): OAuthError<'invalid_request'> {
   const description = isOAuthParameter(name) ? (`${name} ${problem}` as const) : UNNAMED[problem];
   return new OAuthError('invalid_request', description, { detail: `parameter ${name}` });
+}
+
+/** RFC 6749 §5.2 text: what a description may hold. */
+const DESCRIPTION_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]{1,255}$/;
+
+/**
+ * invalid_scope for a scope of a registered resource server asked for without its resource (RFC 8707): the
+ * description names the resource to add (an identifier the operator registered, never the request's input) when it
+ * is RFC 6749 section 5.2 text; the generic entry otherwise.
+ */
+export function resourceScopeError(identifier: string, scope: string): OAuthError<'invalid_scope'> {
+  const detail = `scope ${scope.slice(0, 100)} belongs to ${identifier}`;
+  if (!DESCRIPTION_TEXT.test(identifier))
+    return new OAuthError(
+      'invalid_scope',
+      'scope has a value of a resource server that was not requested; add its resource',
+      {
+        detail,
+      },
+    );
+  const template = 'scope has a value of a resource server that was not requested; add resource={resource}';
+  return new OAuthError(
+    'invalid_scope',
+    template.replace(RESOURCE, identifier) as OAuthErrorDescription<'invalid_scope'>,
+    {
+      detail,
+    },
+  );
 }

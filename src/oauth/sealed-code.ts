@@ -6,6 +6,8 @@
 // The session's amr (how the user authenticated, RFC 8176) was added as a twelfth member: a code sealed before it
 // (eleven members, still live for at most AUTHORIZATION_CODE_TTL across an upgrade) opens with amr null, and its
 // grant and ID tokens carry no amr or acr, as grants older than second factors.
+// The requested resources (RFC 8707) were added as a thirteenth member, written only when there are some (the amr
+// member is then written too, null when unknown): a code sealed before it opens with no resources.
 import { hash } from 'node:crypto';
 import { seal, unseal } from './seal.js';
 
@@ -32,12 +34,14 @@ export interface CodeContents {
   scope: string;
   /** The session's amr when the code was issued; null for a code sealed before amr was carried. */
   amr: readonly string[] | null;
+  /** The resources (RFC 8707) of the authorization request, which the grant records; [] or absent for none. */
+  resources?: readonly string[];
 }
 
 export const redirectUriHash = (redirectUri: string): string => hash('sha256', redirectUri, 'base64url');
 
 type Packed11 = [string, string, string, string, number, string, number, string, string | null, string | null, string];
-type Packed = [...Packed11, string[]] | Packed11;
+type Packed = [...Packed11, string[] | null, string[]] | [...Packed11, string[]] | Packed11;
 
 export function sealCode(contents: CodeContents, secretKey: string): string {
   const packed: Packed = [
@@ -52,15 +56,23 @@ export function sealCode(contents: CodeContents, secretKey: string): string {
     contents.codeChallenge,
     contents.nonce,
     contents.scope,
-    ...(contents.amr === null ? [] : [[...contents.amr]]),
+    ...(contents.resources?.length
+      ? [contents.amr === null ? null : [...contents.amr], [...contents.resources]]
+      : contents.amr === null
+        ? []
+        : [[...contents.amr]]),
   ] as Packed;
   return seal(JSON.stringify(packed), { secretKey, purpose: PURPOSE, aad: PURPOSE });
 }
 
+const isStrings = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((m: unknown) => typeof m === 'string');
+
 const isPacked = (value: unknown): value is Packed =>
   Array.isArray(value) &&
   (value.length === 11 ||
-    (value.length === 12 && Array.isArray(value[11]) && value[11].every((m: unknown) => typeof m === 'string'))) &&
+    (value.length === 12 && isStrings(value[11])) ||
+    (value.length === 13 && (value[11] === null || isStrings(value[11])) && isStrings(value[12]))) &&
   [0, 1, 2, 3, 5, 7, 10].every((i) => typeof value[i] === 'string') &&
   [4, 6].every((i) => Number.isFinite(value[i])) &&
   [8, 9].every((i) => value[i] === null || typeof value[i] === 'string');
@@ -89,6 +101,7 @@ export function openCode(code: string, secretKey: string): CodeContents | undefi
     nonce,
     scope,
     amr,
+    resources,
   ] = packed;
   return {
     grantId,
@@ -103,5 +116,6 @@ export function openCode(code: string, secretKey: string): CodeContents | undefi
     nonce,
     scope,
     amr: amr ?? null,
+    resources: resources ?? [],
   };
 }

@@ -56,6 +56,8 @@ export const AUDIT_EVENT_TYPES = [
   'resource_server.created',
   'resource_server.updated',
   'resource_server.deleted',
+  'registration_token.created',
+  'registration_token.revoked',
 ];
 
 /**

@@ -48,11 +48,14 @@ import {
   sessionForCode,
 } from '../../db/repositories/issuance.js';
 import { appendAuditEvent } from '../../db/repositories/audit.js';
-import type { Application } from '../domain/application.js';
+import { type Application, isSelfRegistered } from '../domain/application.js';
+import type { ResourceServer } from '../domain/resource-server.js';
 import type { Config } from '../config.js';
 import {
   appendQuery,
+  needsResourceRegistry,
   parseAuthorizeParams,
+  type ResourceContext,
   type RawParams,
   requestedResponseMode,
   single,
@@ -80,6 +83,8 @@ import type { SessionContext } from '../domain/session.js';
 import { ACR_MFA, type FactorSummary, hasSecondFactor } from '../domain/mfa.js';
 import { sessionTouchSeconds } from './sessions.js';
 import type { KeyStore } from './key-store.js';
+import type { ResourceServerService } from './resource-servers.js';
+import type { SelfRegistrationService } from './self-registration.js';
 
 export { appendQuery, type RawParams };
 
@@ -141,6 +146,10 @@ export function createAuthorizationService(deps: {
   keys: Pick<KeyStore, 'jwks'>;
   /** The user's second factors (services.factors), read when a request requires a level. */
   factors: { summary(userId: string): Promise<FactorSummary> };
+  /** The resource servers (RFC 8707), read (cached) only by a request that names a resource or a scope of one. */
+  resourceServers?: Pick<ResourceServerService, 'builtIn' | 'list'>;
+  /** Client ID metadata documents (an https client_id) and the last use of self-registered clients. */
+  selfRegistration?: Pick<SelfRegistrationService, 'resolve' | 'touch'>;
 }) {
   const { db, config } = deps;
   const issuer = config.issuer;
@@ -193,10 +202,11 @@ export function createAuthorizationService(deps: {
     }
     if (!clientId) throw new AuthorizeRenderError('invalid_request', 'client_id is required');
     if (clientId.length > 256) throw new AuthorizeRenderError('invalid_request', 'client_id is not valid');
-    const app = await deps.applications.find(clientId);
+    const app = await resolveClient(clientId);
     if (!app)
       throw new AuthorizeRenderError('invalid_client', 'unknown client_id', { detail: `client_id ${clientId}` });
     if (!app.enabled) throw new AuthorizeRenderError('invalid_client', 'this application is disabled');
+    await deps.selfRegistration?.touch(app);
     if (!redirectUri) throw new AuthorizeRenderError('invalid_request', 'redirect_uri is required');
     // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or wildcard matching.
     if (!app.redirectUris.includes(redirectUri)) {
@@ -208,7 +218,34 @@ export function createAuthorizationService(deps: {
     return { app, redirectUri, state };
   }
 
+  /** The application of a client_id; an https URL names a client ID metadata document (fetched when stale). */
+  async function resolveClient(clientId: string): Promise<Application | undefined> {
+    if (!deps.selfRegistration) return deps.applications.find(clientId);
+    try {
+      return await deps.selfRegistration.resolve(clientId);
+    } catch (error) {
+      if (error instanceof OAuthError && !(error instanceof AuthorizeRenderError)) {
+        throw new AuthorizeRenderError(
+          error.error,
+          error.error_description,
+          error.detail ? { detail: error.detail } : {},
+        );
+      }
+      throw error;
+    }
+  }
+
   const notFound = () => new AuthorizeRenderError('invalid_request', EXPIRED_REQUEST);
+
+  /** The registry and the client as resource indicators read them; undefined when the request needs neither. */
+  async function resourceContext(raw: RawParams, app: Application): Promise<ResourceContext | undefined> {
+    if (!deps.resourceServers || !needsResourceRegistry(raw)) return undefined;
+    const [builtIn, ...registered] = await deps.resourceServers.list();
+    return {
+      registry: { builtIn: builtIn!, registered },
+      client: { clientId: app.clientId, selfRegistered: isSelfRegistered(app) },
+    };
+  }
 
   /** What sets the level a request of `app` requires besides its parameters (requiredAcr). */
   const policyOf = (app: Application | undefined): LevelPolicy => ({
@@ -226,8 +263,13 @@ export function createAuthorizationService(deps: {
     ctx: SessionContext | undefined,
     app?: Application,
   ): Promise<StepInput> {
-    const remembered = ctx && (await findConsent(db, ctx.user.id, request.params.client_id));
-    const policy = policyOf(app ?? (await deps.applications.find(request.params.client_id)));
+    const client = app ?? (await deps.applications.find(request.params.client_id));
+    // A self-registered client always sees the consent page (decisions.md): no remembered consent counts for it.
+    const remembered =
+      ctx && !(client && isSelfRegistered(client))
+        ? await findConsent(db, ctx.user.id, request.params.client_id)
+        : undefined;
+    const policy = policyOf(client);
     const required = requiredAcr(request.params, policy) !== undefined;
     const factors = ctx && required ? await deps.factors.summary(ctx.user.id) : undefined;
     return {
@@ -316,6 +358,7 @@ export function createAuthorizationService(deps: {
         codeChallenge: params.code_challenge ?? null,
         nonce: params.nonce ?? null,
         scope: formatScope(params.scope),
+        resources: params.resource ?? [],
       },
       secretKey,
     );
@@ -328,7 +371,7 @@ export function createAuthorizationService(deps: {
    * otherwise.
    */
   async function issueForSessionCookie(params: AuthorizationRequestParams, cookie: string, app: Application) {
-    if (cookie.length > 100 || !ssoApplies(params)) return undefined;
+    if (cookie.length > 100 || !ssoApplies(params) || isSelfRegistered(app)) return undefined;
     const session = await sessionForCode(db, params.client_id, {
       sessionHash: hashToken(cookie),
       idleSeconds: config.ttl.sessionIdle,
@@ -417,7 +460,7 @@ export function createAuthorizationService(deps: {
       let params: AuthorizationRequestParams;
       let hinted: string | undefined;
       try {
-        params = parseAuthorizeParams(raw, app, redirectUri);
+        params = parseAuthorizeParams(raw, app, redirectUri, await resourceContext(raw, app));
         const hint = single(raw, 'id_token_hint');
         hinted = hint === undefined ? undefined : await hintSubject(hint, app.clientId);
       } catch (error) {
@@ -457,15 +500,22 @@ export function createAuthorizationService(deps: {
       return decideFor(request, ctx, { error: unmet });
     },
 
-    /** A pending request of this browser (what the pages show of it), with its application. */
+    /**
+     * A pending request of this browser (what the pages show of it), with its application and the resource servers
+     * it names (RFC 8707 `resource`, in the order asked; their names and scopes for the consent page).
+     */
     async pendingRequest(
       requestId: string,
       browser: string | undefined,
-    ): Promise<{ request: PendingRequest; app: Application } | undefined> {
+    ): Promise<{ request: PendingRequest; app: Application; resources: ResourceServer[] } | undefined> {
       const request = await findBound(requestId, browser);
       if (!request) return undefined;
       const app = await deps.applications.find(request.client_id);
-      return app ? { request: { id: request.id, params: request.params }, app } : undefined;
+      if (!app) return undefined;
+      const named = request.params.resource ?? [];
+      const all = named.length && deps.resourceServers ? await deps.resourceServers.list() : [];
+      const resources = named.flatMap((id) => all.filter((s) => s.identifier === id));
+      return { request: { id: request.id, params: request.params }, app, resources };
     },
 
     /** After a sign-in or sign-up on a request: records who signed in, in which session. */

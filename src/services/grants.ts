@@ -17,6 +17,7 @@ import {
 import type { GrantClient, GrantHandler, IssuedTokens, TokenParams, TokenResponse } from '../oauth/grants/grant.js';
 import { refreshTokenGrant, type LockedRefreshToken, type RefreshTokenStore } from '../oauth/grants/refresh-token.js';
 import type { MetricEvents } from '../metrics.js';
+import { formatScope } from '../oauth/scope.js';
 import { generateToken, hashToken } from '../oauth/tokens.js';
 import type { TokenIssuer } from './token-issuer.js';
 
@@ -56,6 +57,8 @@ export function createGrants(deps: {
     rotateIfCurrent: (tokenHash, clientId) => issuer.rotateCurrent(db, tokenHash, clientId),
     withLockedToken: async (tokenHash, clientId, work) => {
       let reused = false;
+      // The registry (cached) is read before the transaction: a load inside it would need a second connection.
+      const registry = await issuer.registry();
       const result = await db.transaction().execute(async (trx) => {
         const row = await lockRefreshToken(trx, tokenHash);
         const token: LockedRefreshToken | undefined = row && {
@@ -67,6 +70,7 @@ export function createGrants(deps: {
           absoluteExpiresAt: new Date(row.absolute_expires_at),
           authTime: row.grant_auth_time ? new Date(row.grant_auth_time) : null,
           amr: row.grant_amr,
+          resources: row.grant_resources ?? [],
           // The rules whose SQL rotateIfCurrent ran, read over the locked row: which one failed.
           checks: refreshChecks(row, { clientId, now: Date.now() }),
         };
@@ -81,7 +85,10 @@ export function createGrants(deps: {
               clientId: t.clientId,
               authTime: t.authTime,
               amr: t.amr,
+              grantScope: t.scope,
             }),
+          plan: (t, scopes, audience, selfRegistered) =>
+            issuer.planFor(scopes, audience, { clientId: t.clientId, selfRegistered }, t.resources, registry),
           async revokeFamily(t) {
             reused = true;
             await revokeGrant(trx, t.grantId);
@@ -92,13 +99,15 @@ export function createGrants(deps: {
               detail: { grantId: t.grantId },
             });
           },
-          rotate: (t, scope) =>
+          rotate: async (t, { scopes, plan, prepared }) =>
             issuer.issueTokens(trx, {
               grantId: t.grantId,
               clientId: t.clientId,
               userId: t.userId,
               grantScope: t.scope,
-              scope,
+              scope: formatScope(scopes),
+              // An opaque token is made here; a JWT was signed before the transaction.
+              access: prepared ?? (await issuer.prepareAccess(plan, { subject: t.userId, clientId: t.clientId })),
               // Issued offline: not tied to a browser session, so sign-out does not end it.
               sessionId: null,
               authTime: t.authTime ?? new Date(),
@@ -110,28 +119,40 @@ export function createGrants(deps: {
       if (reused) events.reuseDetected('refresh_token');
       return result;
     },
+    prepare: (t, plan) =>
+      issuer.prepareAccess(plan, { subject: t.userId, clientId: t.clientId, authTime: t.authTime, amr: t.amr }),
   };
 
   // client_credentials: a token of the client's own (no user, no grant, no refresh token) and its token.issued, in
   // one transaction. Kept in client_access_tokens, where the bearer lookup never looks.
   const clientStore: ClientCredentialsStore = {
-    async issue(clientId, scope) {
-      const accessToken = generateToken();
+    async issue(clientId, scope, plan) {
+      // A JWT (RFC 9068 §2.2: sub is the client) is signed here, before the transaction.
+      const prepared = plan && (await issuer.prepareAccess(plan, { subject: clientId, clientId }));
+      const accessToken = prepared?.token ?? generateToken();
+      const expiresIn = plan?.ttl ?? accessTokenSeconds;
       await db.transaction().execute(async (trx) => {
         await insertClientAccessToken(trx, {
           tokenHash: hashToken(accessToken),
           clientId,
           scope,
-          expiresAt: new Date(Date.now() + accessTokenSeconds * 1000),
+          expiresAt: prepared?.expiresAt ?? new Date(Date.now() + expiresIn * 1000),
+          audience: plan?.audience ?? null,
         });
         await appendAuditEvent(trx, {
           type: 'token.issued',
           clientId,
-          detail: { grantType: 'client_credentials', scope, refresh: false },
+          detail: {
+            grantType: 'client_credentials',
+            scope,
+            refresh: false,
+            ...(plan?.audience && { resource: plan.audience }),
+          },
         });
       });
-      return { accessToken, scope, expiresIn: accessTokenSeconds };
+      return { accessToken, scope, expiresIn };
     },
+    registry: () => issuer.registry(),
   };
   const clientResponse = async (issued: ClientTokens): Promise<TokenResponse> => ({
     access_token: issued.accessToken,

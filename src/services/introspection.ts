@@ -145,7 +145,7 @@ export function createIntrospectionService(deps: {
      * the types it supports); an unknown hint is ignored, as node-oidc-provider does.
      */
     async introspect(caller: IntrospectionCaller, token: string, hint?: string): Promise<Introspection> {
-      if (token.length === 0 || token.length > 256) return INACTIVE;
+      if (token.length === 0 || token.length > 8192) return INACTIVE;
       const tokenHash = hashToken(token);
       const order =
         hint === 'refresh_token' ? [refreshToken, accessToken, clientToken] : [accessToken, clientToken, refreshToken];

@@ -11,6 +11,8 @@ export interface FlowOptions {
   password: string;
   scope?: string;
   nonce?: string;
+  /** RFC 8707 resource indicators, each sent as a `resource` parameter. */
+  resource?: string[];
 }
 
 /** The cookies a response set, as a jar for the next request. */
@@ -75,6 +77,7 @@ export async function obtainCode(app: FastifyInstance, o: FlowOptions, jar?: Rec
     code_challenge_method: 'S256',
     ...(o.nonce && { nonce: o.nonce }),
   });
+  for (const resource of o.resource ?? []) query.append('resource', resource);
   let res = await app.inject({ method: 'GET', url: `/api/auth/oauth2/authorize?${query}`, cookies: jar ?? {} });
   let cookies = { ...(jar ?? {}), ...cookiesOf(res) };
   for (let hops = 0; hops < 10; hops++) {

@@ -37,7 +37,7 @@ const BASE = `http://127.0.0.1:${port}`;
 const { app, database } = await buildTestApp(t, {
   // Warnings and errors only: the test's log collector keeps every line, and a full run's request lines
   // (with their 20 KB URLs) would hold gigabytes.
-  env: { DEMO: 'on', WELCOME_PAGE: 'on', METRICS: 'on', BASE_URL: BASE, LOG_LEVEL: 'warn' },
+  env: { DEMO: 'on', WELCOME_PAGE: 'on', METRICS: 'on', BASE_URL: BASE, LOG_LEVEL: 'warn', REGISTRATION: 'token' },
 });
 await app.listen({ port, host: '127.0.0.1' });
 
@@ -444,8 +444,9 @@ const INTERNAL = new RegExp(
 );
 /** Hosted pages (HTML); everything else under /api answers JSON. */
 const isPage = (url: string) => !url.startsWith('/api/') || /^\/api\/auth\/oauth2\/(authorize|end-session)/.test(url);
-/** RFC 6749 §5.2 (and RFC 7009, RFC 7662) endpoints; UserInfo answers bearer errors first-party. */
-const isOAuth = (url: string) => /^\/api\/auth\/oauth2\/(token|revoke|introspect|authorize|end-session)/.test(url);
+/** RFC 6749 §5.2 (and RFC 7009, RFC 7662, RFC 7591/7592) endpoints; UserInfo answers bearer errors first-party. */
+const isOAuth = (url: string) =>
+  /^\/api\/auth\/(oauth2\/(token|revoke|introspect|authorize|end-session)|register)/.test(url);
 const FIRST_PARTY_KEYS = new Set(['error', 'message', 'details', 'missingScopes']);
 const OAUTH_KEYS = new Set(['error', 'error_description', 'error_uri', 'state']);
 

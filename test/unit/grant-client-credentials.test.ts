@@ -20,12 +20,17 @@ const said = {
   syntax: 'scope contains characters that RFC 6749 section 3.3 does not allow',
 };
 
+import { builtInResource } from '../../src/domain/resource-server.js';
+
 function fakeStore() {
   const issued: Array<{ clientId: string; scope: string }> = [];
   const store: ClientCredentialsStore = {
     async issue(clientId, scope) {
       issued.push({ clientId, scope });
       return { accessToken: `token-${issued.length}`, scope, expiresIn: 3600 };
+    },
+    async registry() {
+      return { builtIn: builtInResource('https://idp.example.com', 3600), registered: [] };
     },
   };
   return { store, issued };

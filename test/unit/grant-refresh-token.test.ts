@@ -115,6 +115,7 @@ function fakeStore(options: { grace?: number } = {}) {
         absoluteExpiresAt: new Date(row.absoluteExpiresAt),
         authTime: new Date(1_700_000_000_000),
         amr: ['pwd'],
+        resources: [],
         checks: checksOf(row, clientId),
       };
       const tx: RefreshTransaction = {
@@ -129,9 +130,12 @@ function fakeStore(options: { grace?: number } = {}) {
           state.grants.get(t.grantId)!.revoked = true;
           state.reuseDetected.push(t.grantId);
         },
-        async rotate(_t, accessScope) {
+        async plan(_t, scope, audience) {
+          return { audience, scope, ttl: 3600, format: 'opaque' as const };
+        },
+        async rotate(_t, { plan }) {
           calls.lockedRotations += 1;
-          return rotate(tokenHash, accessScope);
+          return rotate(tokenHash, plan.scope.join(' '));
         },
       };
       try {
@@ -140,6 +144,9 @@ function fakeStore(options: { grace?: number } = {}) {
         state = before; // rolled back
         throw e;
       }
+    },
+    async prepare() {
+      throw new Error('no JWT access tokens here');
     },
   };
   /** A new family member of grant-1, issued to `clientId`, usable now. */

@@ -4,7 +4,7 @@
 // spent all the same, and a replayed code revokes every token issued from its grant (RFC 6749 §4.1.2).
 import { OAuthError } from '../errors.js';
 import { isValidCodeVerifier, s256Challenge } from '../pkce.js';
-import { type GrantHandler, type IssuedTokens, requireParameters } from './grant.js';
+import { type GrantHandler, type IssuedTokens, requireParameters, selfRegistered } from './grant.js';
 
 /** An authorization code's grant (what a replay revokes). */
 export interface CodeGrant {
@@ -24,6 +24,10 @@ export interface CodeExchangeRequest {
    * code_verifier was sent, which only a code issued without a challenge accepts.
    */
   codeChallenge: string | null;
+  /** RFC 8707 §2.2: the `resource` parameter (a repeated one joined with REPEATED_RESOURCE_SEPARATOR). */
+  resource?: string | undefined;
+  /** The client is self-registered (a resource server's allowSelfRegistered then governs). */
+  selfRegistered?: boolean;
 }
 
 /** Each check of a consumed code, true when it passed; tokens were recorded only if all did. */
@@ -54,6 +58,8 @@ export type CodeExchange =
 
 export interface AuthorizationCodeStore {
   /**
+   * The resource (RFC 8707 §2.2) is checked first, against the grant the code carries: invalid_target (thrown)
+   * leaves the code unspent.
    * In one atomic step: spends the code, checks it (CodeChecks) and, only when every check passes,
    * records the tokens of its grant: access token, refresh token when offline_access was granted
    * (decisions.md, Protocol), authorization.granted and token.issued. A code that was spent before comes
@@ -90,6 +96,8 @@ export const authorizationCodeGrant: GrantHandler<AuthorizationCodeStore> = {
       clientId: client.clientId,
       redirectUri,
       codeChallenge: verifier === undefined ? null : s256Challenge(verifier),
+      ...(params.resource !== undefined && { resource: params.resource }),
+      ...(selfRegistered(client) && { selfRegistered: true }),
     });
     if (exchange.kind === 'unknown') throw invalidCode();
     if (exchange.kind === 'replayed') {

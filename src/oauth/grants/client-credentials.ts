@@ -13,10 +13,24 @@
 //  - no scope asked means no scope granted (node-oidc-provider's default: the token's scope is empty, the response
 //    and introspection then leave `scope` out). §3.3 lets the server use "a pre-defined default value": the empty one.
 //
+// Resource indicators (RFC 8707 §2): `resource` (at most one) names the resource server the token is for; the client
+// must be allowed to use it. For a registered one the scope may hold only its scopes (none asked: none granted), the
+// lifetime and format (opaque or an RFC 9068 JWT whose sub is the client, §2.2) are its own, and the token's
+// audience is it. For the built-in one (or none), the scope rules above; a scope of a resource server asked for
+// without naming it is invalid_scope naming the resource to add.
+//
 // Pure protocol logic: the token is recorded through ClientCredentialsStore.
 import { OAuthError } from '../errors.js';
-import { canonicalScopes, formatScope, scopeNames } from '../scope.js';
-import type { GrantClient, GrantHandler } from './grant.js';
+import {
+  type AccessTokenPlan,
+  checkResourceScopes,
+  REPEATED_RESOURCE_SEPARATOR,
+  type ResourceRegistry,
+  usableResource,
+} from '../resource-indicators.js';
+import { canonicalScopes, formatScope, scopeNames, splitScope } from '../scope.js';
+import { isScopeName } from '../scopes.js';
+import { type GrantClient, type GrantHandler, selfRegistered } from './grant.js';
 
 /** The authenticated client, with what this grant checks besides the others. */
 export interface ClientCredentialsClient extends GrantClient {
@@ -33,8 +47,13 @@ export interface ClientTokens {
 }
 
 export interface ClientCredentialsStore {
-  /** Records a new access token of this client (its hash only) and token.issued, together. */
-  issue(clientId: string, scope: string): Promise<ClientTokens>;
+  /**
+   * Records a new access token of this client (its hash only) and token.issued, together; with a plan (a resource
+   * named), the token is that plan's (audience, lifetime, format; a JWT is signed before the transaction).
+   */
+  issue(clientId: string, scope: string, plan?: AccessTokenPlan): Promise<ClientTokens>;
+  /** The resource servers (cached), read only when a resource or a scope outside the scope table is asked. */
+  registry(): Promise<ResourceRegistry>;
 }
 
 /** Scopes that only mean something with a user. */
@@ -69,6 +88,43 @@ export const clientCredentialsGrant: GrantHandler<ClientCredentialsStore, Client
       });
     }
     if (!client.enabled) throw new OAuthError('invalid_client', 'this application is disabled');
-    return store.issue(client.clientId, clientCredentialsScope(params.scope, client.allowedScopes));
+    const resource = params.resource;
+    if (resource === undefined || resource === '') {
+      const asked = splitScope(params.scope ?? '');
+      if (asked.some((name) => !isScopeName(name))) checkResourceScopes(asked, [], await store.registry());
+      return store.issue(client.clientId, clientCredentialsScope(params.scope, client.allowedScopes));
+    }
+    if (resource.includes(REPEATED_RESOURCE_SEPARATOR))
+      throw new OAuthError('invalid_target', 'name at most one resource at the token endpoint');
+    const registry = await store.registry();
+    const server = usableResource(registry, resource, {
+      clientId: client.clientId,
+      selfRegistered: selfRegistered(client),
+    });
+    const ttl = server.accessTokenTtl ?? registry.builtIn.accessTokenTtl ?? 3600;
+    if (server.builtIn) {
+      const scope = clientCredentialsScope(params.scope, client.allowedScopes);
+      return store.issue(client.clientId, scope, {
+        audience: resource,
+        scope: splitScope(scope),
+        ttl,
+        format: 'opaque',
+      });
+    }
+    const own = server.scopes.map((s) => s.name);
+    if (params.scope !== undefined && /[^\x21\x23-\x5b\x5d-\x7e ]/.test(params.scope))
+      throw new OAuthError('invalid_scope', 'scope contains characters that RFC 6749 section 3.3 does not allow');
+    const asked = splitScope(params.scope ?? '');
+    const foreign = asked.filter((name) => !own.includes(name));
+    if (foreign.length)
+      throw new OAuthError(
+        'invalid_scope',
+        'scope has a value that is not one of the scopes of the requested resource',
+        {
+          detail: `resource ${resource} scope ${foreign.join(' ').slice(0, 200)}`,
+        },
+      );
+    const plan: AccessTokenPlan = { audience: resource, scope: asked, ttl, format: server.accessTokenFormat };
+    return store.issue(client.clientId, formatScope(asked), plan);
   },
 };

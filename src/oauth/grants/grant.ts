@@ -27,7 +27,13 @@ export interface GrantClient {
   enabled: boolean;
   /** Absent: public (src/domain/application.ts derives it from the token endpoint auth method). */
   clientType?: 'public' | 'confidential';
+  /** How it was registered: 'operator', or self-registered (src/domain/application.ts isSelfRegistered). */
+  registration?: string;
 }
+
+/** Self-registered clients (dynamic registration, metadata documents) use a resource only if it allows them. */
+export const selfRegistered = (client: GrantClient): boolean =>
+  client.registration !== undefined && client.registration !== 'operator';
 
 /** A grant handler's client and what it returns: most grants take GrantClient and return IssuedTokens. */
 export interface GrantHandler<Deps, Client extends GrantClient = GrantClient, Issued = IssuedTokens> {
@@ -46,7 +52,12 @@ export interface GrantHandler<Deps, Client extends GrantClient = GrantClient, Is
 export interface IssuedTokens {
   accessToken: string;
   refreshToken?: string | undefined;
+  /** The access token's scope (the grant's, narrowed to the token's audience: RFC 8707). */
   scope: string;
+  /** The grant's scope, when it differs from the access token's: the ID token is issued when it has openid. */
+  grantedScope?: string | undefined;
+  /** The resource (RFC 8707) the access token is for; null or absent: none named. */
+  audience?: string | null | undefined;
   expiresIn: number;
   /** The ID token's claims that vary per grant. */
   subject: string;

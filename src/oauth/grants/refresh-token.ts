@@ -5,10 +5,16 @@
 // A current token with no scope asked is rotated by one atomic step first (rotateIfCurrent); anything
 // else, or a token that step refused, goes through the locked transaction, which says why.
 // The scope may only narrow (RFC 6749 §6); the refresh token keeps the grant's scope.
+// Resource indicators (RFC 8707 §2.2): `resource` names one of the grant's resources (several granted: it must),
+// and the access token is for it (src/oauth/resource-indicators.ts): so a client holding a grant for several APIs
+// gets one token per API by refreshing with `resource`. A grant with resources always takes the locked path; a JWT
+// access token (RFC 9068) is signed outside the transaction: the locked path answers with the token to sign,
+// and runs once more with it.
 import { OAuthError, type OAuthErrorDescription } from '../errors.js';
+import { type AccessTokenPlan, chooseResource } from '../resource-indicators.js';
 import { formatScope, splitScope } from '../scope.js';
 import { hashToken } from '../tokens.js';
-import { type GrantHandler, type IssuedTokens, requireParameters } from './grant.js';
+import { type GrantHandler, type IssuedTokens, requireParameters, selfRegistered } from './grant.js';
 
 /**
  * Each rule a current refresh token meets, true where it holds: read from the locked row by the same rules
@@ -39,7 +45,16 @@ export interface LockedRefreshToken {
   authTime: Date | null;
   /** The grant's amr; null for a grant older than second factors. */
   amr: string[] | null;
+  /** The grant's resources (RFC 8707); [] for none. */
+  resources: string[];
   checks: RefreshChecks;
+}
+
+/** An access token made outside the transaction for a plan (a signed JWT), to be recorded by rotate. */
+export interface PreparedAccessToken {
+  token: string;
+  expiresAt: Date;
+  plan: AccessTokenPlan;
 }
 
 /** What the refresh handler may do inside its one transaction. */
@@ -48,8 +63,25 @@ export interface RefreshTransaction {
   liveSuccessor(token: LockedRefreshToken): Promise<IssuedTokens | undefined>;
   /** Revokes the token's family (its grant) and records refresh_token.reuse_detected. */
   revokeFamily(token: LockedRefreshToken): Promise<void>;
-  /** Records the successor pair (refresh token keeps the grant's scope) and marks the token used. */
-  rotate(token: LockedRefreshToken, accessScope: string): Promise<IssuedTokens>;
+  /**
+   * The access token for `audience` out of `scopes` (src/oauth/resource-indicators.ts accessTokenPlan): invalid_target
+   * when the resource server is gone, disabled or no longer allows the client.
+   */
+  plan(
+    token: LockedRefreshToken,
+    scopes: string[],
+    audience: string | null,
+    selfRegistered: boolean,
+  ): Promise<AccessTokenPlan>;
+  /**
+   * Records the successor pair (refresh token keeps the grant's scope) and marks the token used; the access token
+   * is `prepared` when it was made outside (a JWT), else an opaque one of `plan`. `scopes`: the scopes asked (the
+   * grant's, or fewer), which say whether an ID token is issued; the plan's are the access token's.
+   */
+  rotate(
+    token: LockedRefreshToken,
+    access: { scopes: string[]; plan: AccessTokenPlan; prepared?: PreparedAccessToken | undefined },
+  ): Promise<IssuedTokens>;
 }
 
 export interface RefreshTokenStore {
@@ -68,12 +100,36 @@ export interface RefreshTokenStore {
     clientId: string,
     work: (token: LockedRefreshToken | undefined, tx: RefreshTransaction) => Promise<T>,
   ): Promise<T>;
+  /** Makes the access token of a plan that needs signing (a JWT), with no transaction open. */
+  prepare(token: LockedRefreshToken, plan: AccessTokenPlan): Promise<PreparedAccessToken>;
 }
+
+const samePlan = (a: AccessTokenPlan, b: AccessTokenPlan) =>
+  a.audience === b.audience &&
+  a.ttl === b.ttl &&
+  a.format === b.format &&
+  formatScope(a.scope) === formatScope(b.scope);
 
 const invalid = (why: OAuthErrorDescription<'invalid_grant'>) => new OAuthError('invalid_grant', why);
 
-/** An error decided inside the transaction is thrown after it commits (a reuse revocation must stay). */
-type Outcome = { issued: IssuedTokens } | { error: OAuthError };
+/**
+ * An error decided inside the transaction is thrown after it commits (a reuse revocation must stay); `sign`: nothing
+ * was written, the access token must be signed first.
+ */
+type Outcome =
+  | { issued: IssuedTokens }
+  | { error: OAuthError }
+  | { sign: { token: LockedRefreshToken; plan: AccessTokenPlan } };
+
+/** chooseResource's answer, or its invalid_target. */
+function audienceOf(resources: string[], resource: string | undefined): { audience: string | null } | OAuthError {
+  try {
+    return { audience: chooseResource(resources, resource) };
+  } catch (error) {
+    if (error instanceof OAuthError) return error;
+    throw error;
+  }
+}
 
 export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
   grantType: 'refresh_token',
@@ -83,19 +139,23 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
     const [presented] = requireParameters(this, params) as [string];
     if (presented.length > 256) throw invalid('the refresh token is invalid, expired or revoked');
     const requestedScope = params.scope;
+    const resource = params.resource;
     const tokenHash = hashToken(presented);
-    if (client.enabled && requestedScope === undefined) {
+    if (client.enabled && requestedScope === undefined && resource === undefined) {
       const issued = await store.rotateIfCurrent(tokenHash, client.clientId);
       if (issued) return issued;
     }
 
-    const outcome = await store.withLockedToken(tokenHash, client.clientId, async (token, tx): Promise<Outcome> => {
+    let prepared: PreparedAccessToken | undefined;
+    const attempt = async (token: LockedRefreshToken | undefined, tx: RefreshTransaction): Promise<Outcome> => {
       if (!token?.checks.sameClient || !token.checks.unrevoked) {
         return { error: invalid('the refresh token is invalid, expired or revoked') };
       }
       if (!token.checks.unused) {
         const successor = await tx.liveSuccessor(token);
-        if (successor) {
+        const target = audienceOf(token.resources, resource);
+        // A retry of the same request (the same audience) gets the same successor; anything else is a reuse.
+        if (successor && !(target instanceof OAuthError) && (successor.audience ?? null) === target.audience) {
           // A retry returns tokens too: the same checks as a rotation (application, user).
           if (!client.enabled) return { error: invalid('the application is disabled') };
           if (!token.checks.userActive) return { error: invalid('the user is not available') };
@@ -124,9 +184,31 @@ export const refreshTokenGrant: GrantHandler<RefreshTokenStore> = {
         if (requested.length === 0) return { error: new OAuthError('invalid_scope', 'scope must not be empty') };
         scopes = grantScopes.filter((s) => requested.includes(s));
       }
-      return { issued: await tx.rotate(token, formatScope(scopes)) };
-    });
+      const target = audienceOf(token.resources, resource);
+      if (target instanceof OAuthError) return { error: target };
+      let plan: AccessTokenPlan;
+      try {
+        plan = await tx.plan(token, scopes, target.audience, selfRegistered(client));
+      } catch (error) {
+        if (error instanceof OAuthError) return { error };
+        throw error;
+      }
+      if (plan.format === 'jwt' && plan.audience !== null) {
+        // Signed with no lock held: the transaction ends writing nothing, and runs again with the token.
+        if (!prepared || !samePlan(prepared.plan, plan)) return { sign: { token, plan } };
+        return { issued: await tx.rotate(token, { scopes, plan, prepared }) };
+      }
+      return { issued: await tx.rotate(token, { scopes, plan }) };
+    };
 
+    let outcome = await store.withLockedToken(tokenHash, client.clientId, attempt);
+    if ('sign' in outcome) {
+      prepared = await store.prepare(outcome.sign.token, outcome.sign.plan);
+      outcome = await store.withLockedToken(tokenHash, client.clientId, attempt);
+      // The registry changed between the two runs: the plan signed for is not the plan now.
+      if ('sign' in outcome)
+        throw new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable; try again shortly');
+    }
     if ('error' in outcome) throw outcome.error;
     return outcome.issued;
   },
