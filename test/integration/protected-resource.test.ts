@@ -3,10 +3,12 @@
 // introspection clients the tokens whose audience it is, with `aud`; /api/external's protected-resource metadata
 // (RFC 9728) and the resource_metadata attribute of its challenges.
 //
-// Tokens with an audience: until the `resource` parameter reaches the authorize and token endpoints (helper
-// i36-tokens), these tests issue ordinary tokens through the real flow and then write the audience into their rows
-// (access_tokens.audience, client_access_tokens.audience) with SQL, exactly as the issuing code will store it. What
-// is under test here reads only the row, so the tokens are the same to it.
+// Tokens with an audience: these tests issue ordinary tokens through the real flow and then write the audience into
+// their rows (access_tokens.audience, client_access_tokens.audience) with SQL, exactly as the token endpoint stores
+// it, so that every audience can be tried, those no authorization request can produce today included (a deleted
+// resource server's, near misses of the built-in identifier). What is under test here reads only the row. Tokens
+// issued with `resource` by the real flow, opaque and JWT, are refused by /api/external in
+// test/e2e/protect-api-docs.test.ts.
 import t, { type Test } from 'tap';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
