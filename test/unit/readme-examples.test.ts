@@ -1,7 +1,7 @@
 // The README's code blocks that are not run elsewhere stay true:
 // - the quick start and the admin-token start run in test/e2e/quickstart.test.ts (a clean clone), the
 //   seed example and the CI recipe in test/cli/seed-ci-recipe.test.ts, docs/integration.md's examples in
-//   test/e2e/integration-docs.test.ts;
+//   test/e2e/integration-docs.test.ts and test/e2e/protect-api-docs.test.ts;
 // - here: the static-applications example is a valid STATIC_APPLICATIONS_FILE; every `idp` command and
 //   option of the CLI synopsis is one the CLI knows (its --help text, asked in-process); every `npm run X`
 //   in a code block is a script of package.json; every block is accounted for.
