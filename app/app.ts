@@ -45,6 +45,7 @@ import corsPlugin from '../plugins/infra/cors.js';
 import bearerAuth from '../plugins/infra/bearer-auth.js';
 import { firstPartyJsonErrors } from '../plugins/infra/error-handlers.js';
 import externalPlugin from '../plugins/external/index.js';
+import protectedResourceMetadataPlugin from '../plugins/external/metadata.js';
 import publicPlugin from '../plugins/public/index.js';
 import welcomePlugin from '../plugins/welcome/index.js';
 import demoPlugin from '../plugins/demo/index.js';
@@ -182,6 +183,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(meApi, { prefix: '/api/me', config, bodyLimit: BODY_LIMIT });
   // The stable third-party namespace and public metadata.
   await app.register(externalPlugin, { prefix: '/api/external' });
+  // RFC 9728 §3.1: /.well-known/oauth-protected-resource followed by /api/external's path, at the host's root.
+  await app.register(protectedResourceMetadataPlugin, { config });
   await app.register(publicPlugin, { prefix: '/api/public' });
   // The hosted login pages (the spec's "Main web").
   await app.register(loginPages, { prefix: loginPath, config, loginPath });

@@ -51,6 +51,9 @@ export const IntrospectionSchema = Type.Object(
     iat: Type.Optional(Type.Integer()),
     sub: Type.Optional(Type.String({ description: 'the user; absent for client_credentials tokens' })),
     iss: Type.Optional(Type.String()),
+    aud: Type.Optional(
+      Type.String({ description: 'the resource (RFC 8707) the access token is for; absent when it names none' }),
+    ),
   },
   { description: 'Token introspection response (RFC 7662 §2.2)' },
 );
@@ -105,6 +108,17 @@ export const DiscoverySchema = Type.Object(
     additionalProperties: true,
     description: 'OpenID Provider Metadata (OIDC Discovery 1.0 §3), also Authorization Server Metadata (RFC 8414 §2)',
   },
+);
+
+export const ProtectedResourceMetadataSchema = Type.Object(
+  {
+    resource: Type.String(),
+    authorization_servers: Type.Array(Type.String()),
+    scopes_supported: Type.Array(Type.String()),
+    bearer_methods_supported: Type.Array(Type.Literal('header')),
+    resource_name: Type.String(),
+  },
+  { additionalProperties: false, description: 'OAuth 2.0 Protected Resource Metadata (RFC 9728 §2)' },
 );
 
 export const JwksSchema = Type.Object({

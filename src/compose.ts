@@ -280,7 +280,7 @@ export function createServices(config: Config, db: Db, options: ServiceOptions):
       events,
     }),
     tokens: createTokenService({ db: writes }),
-    introspection: createIntrospectionService({ db, issuer: config.issuer, bearers, applications }),
+    introspection: createIntrospectionService({ db, issuer: config.issuer, bearers, applications, resourceServers }),
     bearers,
     signingKeys,
     cleanup: createCleanupJob({

@@ -8,11 +8,16 @@
 // may carry it (RFC 6750 §2.2, OIDC Core §5.3.1; the conformance module oidcc-userinfo-post-body).
 //   401 { error: "UNAUTHORIZED" } + WWW-Authenticate: Bearer [error="invalid_token" | error="invalid_request"]
 //   403 { error: "FORBIDDEN", missingScopes } + WWW-Authenticate: Bearer error="insufficient_scope", scope="..."
+// A token whose audience (RFC 8707) is a registered resource server other than /api/external is another API's
+// token: refused here and on UserInfo as if unknown (401 invalid_token). On /api/external/* every challenge also
+// names the protected-resource metadata (RFC 9728 §5.1: resource_metadata="…"), so that a client that meets a
+// 401 finds this resource's authorization server from it (as MCP clients do).
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../src/config.js';
 import type { OAuthErrorDescription } from '../../src/oauth/errors.js';
 import type { BearerAuth } from '../../src/services/bearer.js';
+import { protectedResourceMetadataUrl } from '../../src/oauth/protected-resource.js';
 
 export type { BearerAuth };
 
@@ -21,7 +26,10 @@ declare module 'fastify' {
     bearer?: BearerAuth;
   }
   interface FastifyInstance {
-    /** A preValidation hook (it sees the form body): authenticates the bearer token, then checks the scopes. */
+    /**
+     * For /api/external/*: a preValidation hook (it sees the form body) that authenticates the bearer token, then
+     * checks the scopes; its challenges name the protected-resource metadata (RFC 9728).
+     */
     requireScopes(...scopes: string[]): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
     /** The same for UserInfo: a token sent two ways is 400 invalid_request (RFC 6750 §3.1), not 401. */
     requireUserInfoScopes(...scopes: string[]): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -30,12 +38,13 @@ declare module 'fastify' {
 
 const TOKEN = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i;
 
-function unauthorized(reply: FastifyReply, tokenSent: boolean) {
-  return reply
-    .code(401)
-    .header('www-authenticate', tokenSent ? 'Bearer error="invalid_token"' : 'Bearer')
-    .header('cache-control', 'no-store')
-    .send({ error: 'UNAUTHORIZED' });
+/**
+ * A Bearer challenge (RFC 6750 §3) of these attributes, then `resource_metadata` when the route names one (RFC 9728
+ * §5.1). A bare challenge with no attribute at all is `Bearer`.
+ */
+function challenge(attributes: string[], resourceMetadata: string | undefined): string {
+  const all = resourceMetadata ? [...attributes, `resource_metadata="${resourceMetadata}"`] : attributes;
+  return all.length ? `Bearer ${all.join(', ')}` : 'Bearer';
 }
 
 // ASCII only: it goes into a header and an RFC 6749 §5.2 error_description.
@@ -59,6 +68,9 @@ export default fp(
     app.decorateRequest('bearer', undefined);
     // Created with the token issuer, which seeds its cache (createServices, src/compose.ts).
     const bearers = app.services.bearers;
+    // The only audience, besides none, that /api/external/* and UserInfo accept (src/domain/resource-server.ts).
+    const builtInAudience = app.services.resourceServers.builtIn.identifier;
+    const externalMetadata = protectedResourceMetadataUrl(builtInAudience);
     async function authenticate(
       request: FastifyRequest,
       bodyToken: boolean,
@@ -79,13 +91,32 @@ export default fp(
       return (await bearers.authenticate(match[1]!)) ?? 'invalid';
     }
 
-    function hook(required: string[], twoWays: (reply: FastifyReply) => FastifyReply, bodyToken = false) {
+    /** A live token is for these routes when it names no audience or the built-in one; another API's is refused. */
+    const forUs = (auth: BearerAuth) => auth.audience === null || auth.audience === builtInAudience;
+
+    function hook(
+      required: string[],
+      twoWays: (reply: FastifyReply) => FastifyReply,
+      options: { bodyToken?: boolean; resourceMetadata?: string },
+    ) {
+      const { bodyToken = false, resourceMetadata } = options;
       return async function requireScopes(request: FastifyRequest, reply: FastifyReply) {
         // A Bearer header plus a token elsewhere: refused without looking either up.
         if (/^Bearer(\s|$)/i.test(request.headers.authorization ?? '') && tokenAlsoElsewhere(request))
           return twoWays(reply.header('cache-control', 'no-store'));
-        const result = await authenticate(request, bodyToken);
-        if (result === 'missing' || result === 'invalid') return unauthorized(reply, result === 'invalid');
+        const found = await authenticate(request, bodyToken);
+        // Another resource server's token is refused as an unknown one would be: nothing says whose it is.
+        const result = typeof found === 'object' && !forUs(found) ? 'invalid' : found;
+        if (result === 'missing' || result === 'invalid') {
+          return reply
+            .code(401)
+            .header(
+              'www-authenticate',
+              challenge(result === 'invalid' ? ['error="invalid_token"'] : [], resourceMetadata),
+            )
+            .header('cache-control', 'no-store')
+            .send({ error: 'UNAUTHORIZED' });
+        }
         request.bearer = result;
         request.corsClientId = result.clientId;
         // 600/min per access token (decisions.md): counted once the token is known to be real.
@@ -94,7 +125,10 @@ export default fp(
         if (missing.length) {
           return reply
             .code(403)
-            .header('www-authenticate', `Bearer error="insufficient_scope", scope="${missing.join(' ')}"`)
+            .header(
+              'www-authenticate',
+              challenge(['error="insufficient_scope"', `scope="${missing.join(' ')}"`], resourceMetadata),
+            )
             .header('cache-control', 'no-store')
             .send({ error: 'FORBIDDEN', missingScopes: missing });
         }
@@ -102,11 +136,17 @@ export default fp(
     }
 
     app.decorate('requireScopes', (...required: string[]) =>
-      hook(required, (reply) =>
-        reply
-          .code(401)
-          .header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`)
-          .send({ error: 'UNAUTHORIZED' }),
+      hook(
+        required,
+        (reply) =>
+          reply
+            .code(401)
+            .header(
+              'www-authenticate',
+              challenge(['error="invalid_request"', `error_description="${TWO_WAYS}"`], externalMetadata),
+            )
+            .send({ error: 'UNAUTHORIZED' }),
+        { resourceMetadata: externalMetadata },
       ),
     );
     app.decorate('requireUserInfoScopes', (...required: string[]) =>
@@ -117,7 +157,7 @@ export default fp(
             .code(400)
             .header('www-authenticate', `Bearer error="invalid_request", error_description="${TWO_WAYS}"`)
             .send({ error: 'invalid_request', error_description: TWO_WAYS }),
-        true,
+        { bodyToken: true },
       ),
     );
   },

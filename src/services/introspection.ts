@@ -6,11 +6,16 @@
 // a client_credentials token when findLiveClientAccessToken finds it; besides, its application must exist and be
 // enabled. Anything else, and anything the caller may not see (mayIntrospect), is `{ active: false }` alone
 // (RFC 7662 §2.2: nothing more is said about an inactive token).
+//
+// Who may see a token (mayIntrospect): its own client, and, for an access token whose audience (RFC 8707) is a
+// registered resource server, the confidential applications that resource server lists as its
+// `introspectionClients` (the API's own credentials: issue 36). The answer then names the audience as `aud`.
 import type { Db } from '../../db/create-db.js';
 import { findLiveClientAccessToken } from '../../db/repositories/client-access-tokens.js';
 import { refreshChecks } from '../../db/repositories/refresh-rules.js';
 import { findRefreshTokenState } from '../../db/repositories/refresh-tokens.js';
 import type { Application } from '../domain/application.js';
+import type { ResourceServer } from '../domain/resource-server.js';
 import { hashToken } from '../oauth/tokens.js';
 import type { BearerService } from './bearer.js';
 
@@ -29,6 +34,8 @@ export type Introspection =
       /** The user (the ID token's sub); absent for client_credentials tokens, which have none. */
       sub?: string;
       iss: string;
+      /** The resource the access token is for (RFC 8707, RFC 7662 §2.2 `aud`); absent when it names none. */
+      aud?: string;
     };
 
 /** A token found live, before the caller's right to see it is decided. */
@@ -39,15 +46,35 @@ export interface LiveToken {
   scope: string;
   issuedAt: Date;
   expiresAt: Date;
+  /** The access token's resource (RFC 8707); null: none named. Refresh tokens have none. */
+  audience: string | null;
 }
 
+/** The caller as introspection knows it: the application that authenticated at the endpoint. */
+export type IntrospectionCaller = Pick<Application, 'clientId' | 'enabled' | 'tokenEndpointAuthMethod'>;
+
 /**
- * May this caller see this token? Today: only the token's own client (node-oidc-provider's default allowedPolicy
- * lets any confidential client see every token; here a client learns nothing about another client's tokens). The
- * seam for registered resource servers (issue 36): they will be allowed the tokens whose audience they are.
+ * May this caller see this token? Its own client always (node-oidc-provider's default allowedPolicy lets any
+ * confidential client see every token; here a client learns nothing about another client's tokens). Besides, the
+ * resource server an access token is for (`audience`, a registered one: the built-in /api/external has no
+ * introspection clients) may let its API introspect it: the caller must be listed in its `introspectionClients`,
+ * enabled, and confidential (a public client proves nothing but its client_id, which anybody can send). Whether
+ * the resource server is enabled does not matter: a disabled one gets no new tokens, but those it has stay live
+ * until they expire, and its API must still be able to check them. A deleted one has no introspection clients.
  */
-export function mayIntrospect(caller: Pick<Application, 'clientId'>, token: LiveToken): boolean {
-  return token.clientId === caller.clientId;
+export function mayIntrospect(
+  caller: IntrospectionCaller,
+  token: LiveToken,
+  resource: Pick<ResourceServer, 'identifier' | 'introspectionClients'> | undefined,
+): boolean {
+  if (token.clientId === caller.clientId) return true;
+  if (token.kind === 'refresh_token' || token.audience === null || resource?.identifier !== token.audience)
+    return false;
+  return (
+    caller.enabled &&
+    caller.tokenEndpointAuthMethod !== 'none' &&
+    resource.introspectionClients.includes(caller.clientId)
+  );
 }
 
 const INACTIVE = { active: false } as const;
@@ -58,8 +85,9 @@ export function createIntrospectionService(deps: {
   issuer: string;
   bearers: Pick<BearerService, 'liveToken'>;
   applications: { find(clientId: string): Promise<Application | undefined> };
+  resourceServers: { find(identifier: string): Promise<ResourceServer | undefined> };
 }) {
-  const { db, bearers, applications } = deps;
+  const { db, bearers, applications, resourceServers } = deps;
 
   const enabled = async (clientId: string) => (await applications.find(clientId))?.enabled === true;
 
@@ -75,6 +103,7 @@ export function createIntrospectionService(deps: {
       scope: row.scope,
       issuedAt: new Date(row.created_at),
       expiresAt: new Date(row.expires_at),
+      audience: row.audience ?? null,
     };
   };
 
@@ -88,6 +117,7 @@ export function createIntrospectionService(deps: {
       scope: row.scope,
       issuedAt: new Date(row.created_at),
       expiresAt: new Date(row.expires_at),
+      audience: row.audience ?? null,
     };
   };
 
@@ -105,6 +135,7 @@ export function createIntrospectionService(deps: {
       scope: row.scope,
       issuedAt: new Date(row.created_at),
       expiresAt: new Date(expiresAt),
+      audience: null,
     };
   };
 
@@ -113,7 +144,7 @@ export function createIntrospectionService(deps: {
      * RFC 7662 §2.1-2.2. The hint only orders the lookups (RFC 7662: the server MUST extend its search across
      * the types it supports); an unknown hint is ignored, as node-oidc-provider does.
      */
-    async introspect(caller: Pick<Application, 'clientId'>, token: string, hint?: string): Promise<Introspection> {
+    async introspect(caller: IntrospectionCaller, token: string, hint?: string): Promise<Introspection> {
       if (token.length === 0 || token.length > 8192) return INACTIVE;
       const tokenHash = hashToken(token);
       const order =
@@ -123,7 +154,13 @@ export function createIntrospectionService(deps: {
         found = await lookup(tokenHash);
         if (found) break;
       }
-      if (!found || !mayIntrospect(caller, found)) return INACTIVE;
+      if (!found) return INACTIVE;
+      // The resource server is looked up only when the caller is not the token's client (a cached list).
+      const resource =
+        found.clientId !== caller.clientId && found.audience !== null
+          ? await resourceServers.find(found.audience)
+          : undefined;
+      if (!mayIntrospect(caller, found, resource)) return INACTIVE;
       return {
         active: true,
         ...(found.scope && { scope: found.scope }),
@@ -133,6 +170,7 @@ export function createIntrospectionService(deps: {
         iat: seconds(found.issuedAt),
         ...(found.userId !== null && { sub: found.userId }),
         iss: deps.issuer,
+        ...(found.audience !== null && { aud: found.audience }),
       };
     },
   };

@@ -16,9 +16,12 @@ t.setTimeout(300_000);
 const doc = readFileSync(join(ROOT, 'docs', 'integration.md'), 'utf8');
 const example = (name: string) => markedBlock(doc, `example:${name}`);
 
-t.test('every example block in the document is run by this test', async (t) => {
+t.test('every example block in the document is run by this test or protect-api-docs', async (t) => {
   const names = [...doc.matchAll(/<!-- example:([\w-]+):start -->/g)].map((m) => m[1]);
-  t.same(names.sort(), ['curl', 'oauth4webapi-browser', 'oidc-client-ts', 'openid-client', 'register'].sort());
+  const here = ['curl', 'oauth4webapi-browser', 'oidc-client-ts', 'openid-client', 'register'];
+  // Section 9, "Protect your own API": run by test/e2e/protect-api-docs.test.ts.
+  const protectApi = ['protect-api-helper', 'protect-api-server', 'register-api'];
+  t.same(names.sort(), [...here, ...protectApi].sort());
 });
 
 const ADMIN_API_TOKEN = 'integration-docs-admin-token-0123456789abcdef';
@@ -231,10 +234,15 @@ t.test('the documented errors are what the server answers', async (t) => {
         body: (await res.json()) as { error?: string },
       };
     };
-    t.same(await call(), { status: 401, www: 'Bearer', body: { error: 'UNAUTHORIZED' } }, `${path}: no header`);
+    // /api/external/* names its protected-resource metadata (RFC 9728) in every challenge; UserInfo does not.
+    const rm = path.endsWith('/me')
+      ? [`resource_metadata="${ctx.baseUrl}/.well-known/oauth-protected-resource/api/external"`]
+      : [];
+    const www = (...attributes: string[]) => `Bearer ${[...attributes, ...rm].join(', ')}`.trim();
+    t.same(await call(), { status: 401, www: www(), body: { error: 'UNAUTHORIZED' } }, `${path}: no header`);
     t.same(
       await call('', { authorization: 'Bearer nope' }),
-      { status: 401, www: 'Bearer error="invalid_token"', body: { error: 'UNAUTHORIZED' } },
+      { status: 401, www: www('error="invalid_token"'), body: { error: 'UNAUTHORIZED' } },
       `${path}: a bad token`,
     );
     const twice = await call('?access_token=nope', { authorization: 'Bearer nope' });

@@ -249,7 +249,9 @@ t.test('UserInfo and /api/external/me answer a client token exactly as an unknow
     t.same(answer, await answers(path, method, unknown), `${method} ${path}: the same answer as an unknown token`);
     t.equal(answer.status, 401, `${method} ${path}`);
     t.same(answer.body, { error: 'UNAUTHORIZED' });
-    t.equal(answer.challenge, 'Bearer error="invalid_token"');
+    // /api/external/* also names its protected-resource metadata (RFC 9728 §5.1).
+    const metadata = ', resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource/api/external"';
+    t.equal(answer.challenge, `Bearer error="invalid_token"${path === '/api/external/me' ? metadata : ''}`);
   }
 });
 

@@ -55,6 +55,8 @@ await app.services.users.create(
   },
   actor,
 );
+// Every challenge of /api/external/* names its protected-resource metadata (RFC 9728 §5.1).
+const RM = 'resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource/api/external"';
 const flow = { clientId: spa.clientId, redirectUri, email: 'ext@example.com', password: 'ext-password-1' };
 const me = (authorization?: string, headers: Record<string, string> = {}) =>
   app.inject({
@@ -99,13 +101,13 @@ t.test('every bearer failure is 401 UNAUTHORIZED with WWW-Authenticate', async (
   const none = await me();
   t.equal(none.statusCode, 401);
   t.same(none.json(), { error: 'UNAUTHORIZED' });
-  t.equal(none.headers['www-authenticate'], 'Bearer');
+  t.equal(none.headers['www-authenticate'], `Bearer ${RM}`);
   const basic = await me(`Basic ${Buffer.from('a:b').toString('base64')}`);
   t.equal(basic.statusCode, 401);
   t.same(basic.json(), { error: 'UNAUTHORIZED' });
   t.equal(
     basic.headers['www-authenticate'],
-    'Bearer',
+    `Bearer ${RM}`,
     'another scheme gets a challenge without an error code (RFC 6750 §3.1)',
   );
   for (const [name, header] of <Array<[string, string]>>[
@@ -115,11 +117,11 @@ t.test('every bearer failure is 401 UNAUTHORIZED with WWW-Authenticate', async (
     const res = await me(header);
     t.equal(res.statusCode, 401, name);
     t.same(res.json(), { error: 'UNAUTHORIZED' }, name);
-    t.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"', name);
+    t.equal(res.headers['www-authenticate'], `Bearer error="invalid_token", ${RM}`, name);
   }
   const noScheme = await me(tokens.access_token);
   t.equal(noScheme.statusCode, 401, 'a token without a scheme');
-  t.equal(noScheme.headers['www-authenticate'], 'Bearer');
+  t.equal(noScheme.headers['www-authenticate'], `Bearer ${RM}`);
   const query = await app.inject({ method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}` });
   t.equal(query.statusCode, 401, 'never from the query string');
   const cookieOnly = await obtainTokens(app, { ...flow, scope: 'openid' });
@@ -201,7 +203,7 @@ t.test('a valid token without openid is 403 FORBIDDEN listing the missing scopes
   const res = await me(`Bearer ${narrowed.json().access_token}`);
   t.equal(res.statusCode, 403);
   t.same(res.json(), { error: 'FORBIDDEN', missingScopes: ['openid'] });
-  t.equal(res.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="openid"');
+  t.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="openid", ${RM}`);
 });
 
 t.test('GET /api/public/oidc/scopes lists the scope table', async (t) => {
@@ -498,7 +500,7 @@ t.test('a token sent two ways (header and query) is 401 UNAUTHORIZED without a l
   t.same(unlooked.json(), { error: 'UNAUTHORIZED' });
   const query = await app.inject({ method: 'GET', url: `/api/external/me?access_token=${tokens.access_token}` });
   t.equal(query.statusCode, 401, 'the query alone is no token, as before');
-  t.equal(query.headers['www-authenticate'], 'Bearer');
+  t.equal(query.headers['www-authenticate'], `Bearer ${RM}`);
 });
 
 t.test(

@@ -1,7 +1,7 @@
 // The README's code blocks that are not run elsewhere stay true:
 // - the quick start and the admin-token start run in test/e2e/quickstart.test.ts (a clean clone), the
 //   seed example and the CI recipe in test/cli/seed-ci-recipe.test.ts, docs/integration.md's examples in
-//   test/e2e/integration-docs.test.ts;
+//   test/e2e/integration-docs.test.ts and test/e2e/protect-api-docs.test.ts;
 // - here: the static-applications example is a valid STATIC_APPLICATIONS_FILE; every `idp` command and
 //   option of the CLI synopsis is one the CLI knows (its --help text, asked in-process); every `npm run X`
 //   in a code block is a script of package.json; every block is accounted for.
@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { run, type Io } from '../../app/cli/main.js';
 import { parseStaticApplications } from '../../src/static-applications.js';
+import { ResourceServerCreateSchema, resourceServerProblems } from '../../src/domain/resource-server.js';
+import { schemaProblems } from '../../src/validate.js';
 import { ROOT } from '../helpers/programs.js';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -32,6 +34,7 @@ t.test('every code block is one of the known examples', async (t) => {
     if (b.text.includes('"ci-app"')) return 'seed example';
     if (b.text.startsWith('IDP=')) return 'CI recipe';
     if (b.text.startsWith('npm run dev')) return 'development commands';
+    if (b.text.includes('/api/admin/resource-servers')) return 'register an API';
     return `unknown: ${b.text.slice(0, 60)}`;
   });
   t.same(
@@ -47,6 +50,15 @@ t.test('the static-applications example is a valid STATIC_APPLICATIONS_FILE', as
   t.equal(apps.length, 1);
   t.equal(apps[0]!.clientId, 'conformance-rp');
   t.same(apps[0]!.redirectUris, ['http://localhost:8080/callback']);
+});
+
+t.test("the API registration example's body is a valid resource server", async (t) => {
+  const block = blocks.find((b) => b.text.includes('/api/admin/resource-servers'))!;
+  const body = JSON.parse(/-d '(\{[\s\S]*\})'/.exec(block.text)![1]!);
+  t.same(schemaProblems(ResourceServerCreateSchema, body), []);
+  const server = { scopes: [], allowedClients: [], introspectionClients: [], ...body };
+  t.same(resourceServerProblems(server, 'http://localhost:3000/api/external'), []);
+  t.equal(body.accessTokenFormat, 'jwt');
 });
 
 t.test('every command and option of the CLI synopsis exists', async (t) => {
