@@ -14,7 +14,7 @@ import { traceparent, traceRequest } from '../src/trace.js';
 import { validatorCompiler } from '../src/validate.js';
 import {
   clientErrorHandler,
-  frameworkErrors,
+  frameworkErrorsFor,
   MAX_PARAM_LENGTH,
   serviceUnavailableWhileClosing,
 } from '../src/framework-errors.js';
@@ -109,7 +109,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     // Fastify's own bodies for these name no spec's shape: see src/framework-errors.ts.
-    frameworkErrors,
+    frameworkErrors: frameworkErrorsFor((path) => path.startsWith(`${new URL(config.issuer).pathname}/register/`)),
     clientErrorHandler,
     return503OnClosing: false,
     forceCloseConnections: 'idle',

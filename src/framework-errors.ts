@@ -41,7 +41,26 @@ export function literalBadEscapes(url: string): string | undefined {
   return changed ? repaired + (q === -1 ? '' : url.slice(q)) : undefined;
 }
 
-/** Fastify's frameworkErrors option. */
+/**
+ * Fastify's frameworkErrors option. `isOAuthPath` names the paths whose errors have the RFC 6749 shape (the
+ * registration management endpoint, RFC 7592, is the one OAuth route with a path parameter).
+ */
+export const frameworkErrorsFor =
+  (isOAuthPath: (path: string) => boolean) =>
+  (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const url = request.raw.url ?? '';
+    const path = url.split('?', 1)[0]!;
+    if (error.code === 'FST_ERR_MAX_PARAM_LENGTH' && isOAuthPath(path)) {
+      void reply
+        .code(414)
+        .header('cache-control', 'no-store')
+        .send({ error: 'invalid_request', error_description: 'a parameter is too long' });
+      return;
+    }
+    frameworkErrors(error, request, reply);
+  };
+
+/** Fastify's frameworkErrors option for first-party paths. */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_BAD_URL') {
     const repaired = literalBadEscapes(request.raw.url ?? '');

@@ -651,3 +651,13 @@ t.test('regression: a NUL character in an identifier is a 400 or 404 in the shap
     t.notMatch(res.body, /invalid byte sequence|UTF8|0x00/, 'no database text');
   }
 });
+
+t.test('regression: a path parameter over the router limit is 414 in the shape of its namespace', async (t) => {
+  const long = 'a'.repeat(17 * 1024);
+  const oauth = await app.inject({ method: 'PUT', url: `/api/auth/register/${long}`, payload: {} });
+  t.equal(oauth.statusCode, 414);
+  t.same(oauth.json(), { error: 'invalid_request', error_description: 'a parameter is too long' });
+  const firstParty = await app.inject({ method: 'GET', url: `/api/admin/applications/${long}`, headers: adminHeaders });
+  t.equal(firstParty.statusCode, 414);
+  t.equal(firstParty.json().error, 'URI_TOO_LONG');
+});
