@@ -925,6 +925,11 @@ t.test('configuration: RATE_LIMITS and RATE_LIMIT_<RULE> values', async (t) => {
     RESET_PASSWORD_IP: { limit: 10, windowSeconds: 900 },
     BEARER: { limit: 600, windowSeconds: 60 },
     MAIL_RECIPIENT: { limit: 10, windowSeconds: 3600 },
+    // Issue 36: dynamic registration (REGISTRATION=open) per IP, its management endpoint, and metadata-document
+    // fetches caused by one IP.
+    REGISTRATION_IP: { limit: 10, windowSeconds: 3600 },
+    REGISTRATION_MANAGE: { limit: 60, windowSeconds: 60 },
+    METADATA_FETCH_IP: { limit: 30, windowSeconds: 60 },
   });
   t.equal(defaults.rateLimits.redisUrl, undefined, 'no Redis unless REDIS_URL is set');
   t.same(defaults.rateLimits.signInDelay, { firstSeconds: 1, maxSeconds: 60 });
