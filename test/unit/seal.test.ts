@@ -39,7 +39,14 @@ t.test('sealed codes', async (t) => {
     amr: ['pwd', 'otp', 'mfa'],
   };
   const code = sealCode(contents, secretKey);
-  t.same(openCode(code, secretKey), contents, 'round trip, microseconds and odd nonces kept');
+  t.same(openCode(code, secretKey), { ...contents, resources: [] }, 'round trip, microseconds and odd nonces kept');
+  const withResources = { ...contents, resources: ['https://api.example.com', 'urn:example:b'] };
+  t.same(openCode(sealCode(withResources, secretKey), secretKey), withResources, 'the resources (RFC 8707) kept');
+  t.same(
+    openCode(sealCode({ ...withResources, amr: null }, secretKey), secretKey),
+    { ...withResources, amr: null },
+    'resources without amr',
+  );
   t.same(openCode(sealCode({ ...contents, nonce: null }, secretKey), secretKey)?.nonce, null, 'no nonce');
   t.same(openCode(sealCode({ ...contents, amr: null }, secretKey), secretKey)?.amr, null, 'no amr');
   // A code sealed before amr was carried (eleven members) still opens, with amr null (no acr/amr claims).
@@ -58,7 +65,11 @@ t.test('sealed codes', async (t) => {
     older.scope,
   ]);
   const sealedOld = seal(packed11, { secretKey, purpose: 'authorization code', aad: 'authorization code' });
-  t.same(openCode(sealedOld, secretKey), { ...older, amr: null }, 'a code sealed before amr: opens, amr null');
+  t.same(
+    openCode(sealedOld, secretKey),
+    { ...older, amr: null, resources: [] },
+    'a code sealed before amr: opens, amr null',
+  );
   const badAmr = JSON.stringify([...JSON.parse(packed11), ['pwd', 1]]);
   t.equal(
     openCode(seal(badAmr, { secretKey, purpose: 'authorization code', aad: 'authorization code' }), secretKey),
