@@ -7,15 +7,19 @@
 // grant's scope string says without ambiguity which API each scope belongs to (as Keycloak's client scopes).
 import Type, { type Static } from 'typebox';
 import type { FieldProblem } from '../errors.js';
-import { clientMayUse, resourceIdentifierProblem } from '../oauth/resource-indicators.js';
+import {
+  ACCESS_TOKEN_FORMATS,
+  type AccessTokenFormat,
+  clientMayUse,
+  resourceIdentifierProblem,
+} from '../oauth/resource-indicators.js';
 import { SCOPE_NAMES, SCOPES } from '../oauth/scopes.js';
 import { CLIENT_ID_PATTERN } from './application.js';
 import { Nullable, Text } from './fields.js';
 
-export const ACCESS_TOKEN_FORMATS = ['opaque', 'jwt'] as const;
-export type AccessTokenFormat = (typeof ACCESS_TOKEN_FORMATS)[number];
-// The protocol's rules over identifiers and clients live with the protocol (src/oauth/resource-indicators.ts).
-export { clientMayUse, resourceIdentifierProblem };
+// The protocol's rules over identifiers, clients and token formats live with the protocol
+// (src/oauth/resource-indicators.ts).
+export { ACCESS_TOKEN_FORMATS, type AccessTokenFormat, clientMayUse, resourceIdentifierProblem };
 
 export interface ResourceScope {
   /** RFC 6749 §3.3 scope-token, narrowed: letters, digits and `:._-/`, 1-64. */

@@ -16,7 +16,8 @@
 import { OAuthError, resourceScopeError } from './errors.js';
 import { isScopeName } from './scopes.js';
 
-export type AccessTokenFormat = 'opaque' | 'jwt';
+export const ACCESS_TOKEN_FORMATS = ['opaque', 'jwt'] as const;
+export type AccessTokenFormat = (typeof ACCESS_TOKEN_FORMATS)[number];
 
 /** A resource server as these rules read it (src/domain/resource-server.ts ResourceServer is one). */
 export interface ResourceServer {
